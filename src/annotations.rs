@@ -1,0 +1,334 @@
+//! Annotation keys (all overridable by flags, as upstream) and the few annotation values a workload's
+//! reload decisions need, extracted once when the workload is indexed so the object can be dropped.
+
+use std::collections::BTreeMap;
+
+use regex::Regex;
+
+use crate::{constants::annotation as default, resource::ConfigKind};
+
+/// The annotation keys in use (defaults in [`crate::constants::annotation`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AnnotationKeys {
+    /// `reloader.stakater.com/auto`.
+    pub auto: String,
+    /// Typed auto keys, indexed by [`kind_index`].
+    pub typed_auto: [String; 3],
+    /// Named-list keys, indexed by [`kind_index`].
+    pub named: [String; 3],
+    /// Exclude-list keys, indexed by [`kind_index`].
+    pub exclude: [String; 3],
+    /// `reloader.stakater.com/search`.
+    pub search: String,
+    /// `reloader.stakater.com/match` (on resources).
+    pub matches: String,
+    /// `reloader.stakater.com/ignore` (on resources).
+    pub ignore: String,
+    /// `deployment.reloader.stakater.com/pause-period`.
+    pub pause_period: String,
+    /// `deployment.reloader.stakater.com/paused-at`.
+    pub paused_at: String,
+}
+
+impl Default for AnnotationKeys {
+    fn default() -> Self {
+        Self {
+            auto: default::AUTO.into(),
+            typed_auto: [
+                default::CONFIGMAP_AUTO.into(),
+                default::SECRET_AUTO.into(),
+                default::SECRETPROVIDERCLASS_AUTO.into(),
+            ],
+            named: [
+                default::CONFIGMAP_RELOAD.into(),
+                default::SECRET_RELOAD.into(),
+                default::SECRETPROVIDERCLASS_RELOAD.into(),
+            ],
+            exclude: [
+                default::CONFIGMAP_EXCLUDE.into(),
+                default::SECRET_EXCLUDE.into(),
+                default::SECRETPROVIDERCLASS_EXCLUDE.into(),
+            ],
+            search: default::SEARCH.into(),
+            matches: default::MATCH.into(),
+            ignore: default::IGNORE.into(),
+            pause_period: default::PAUSE_PERIOD.into(),
+            paused_at: default::PAUSED_AT.into(),
+        }
+    }
+}
+
+/// Array index of a kind in the per-kind key and value arrays.
+pub fn kind_index(kind: ConfigKind) -> usize {
+    match kind {
+        ConfigKind::ConfigMap => 0,
+        ConfigKind::Secret => 1,
+        ConfigKind::SecretProviderClass => 2,
+    }
+}
+
+/// One entry of a named list, compiled as the anchored regex `^entry$` (upstream v1).
+#[derive(Clone, Debug)]
+pub struct NamedPattern {
+    /// The entry as written (trimmed).
+    pub text: String,
+    regex: Regex,
+}
+
+impl NamedPattern {
+    /// True when the whole `name` matches.
+    pub fn matches(&self, name: &str) -> bool {
+        self.regex.is_match(name)
+    }
+}
+
+impl PartialEq for NamedPattern {
+    fn eq(&self, other: &Self) -> bool {
+        self.text == other.text
+    }
+}
+
+/// Annotation values that select a workload for one resource kind, read from the workload metadata, or from
+/// the pod template when the metadata has none of the four keys (upstream v1 `ShouldReload` step 3).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Selection {
+    /// Generic auto value (`None` when absent).
+    pub auto: Option<String>,
+    /// Typed auto value for this kind.
+    pub typed_auto: Option<String>,
+    /// Search value.
+    pub search: Option<String>,
+    /// Compiled named-list entries (invalid ones are left out and reported in [`WorkloadAnnotations::problems`]).
+    pub named: Vec<NamedPattern>,
+    /// Exclude-list entries; always from workload metadata (upstream v1).
+    pub exclude: Vec<String>,
+}
+
+/// A problem with an annotation value, reported once per workload change with the object, key and value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AnnotationProblem {
+    /// The annotation key.
+    pub key: String,
+    /// The offending value.
+    pub value: String,
+    /// What is wrong, e.g. `invalid regex "(": …`.
+    pub message: String,
+}
+
+/// Everything about a workload's annotations that decisions need.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct WorkloadAnnotations {
+    /// Per kind, indexed by [`kind_index`].
+    pub selection: [Selection; 3],
+    /// `pause-period` on metadata (Deployments).
+    pub pause_period: Option<String>,
+    /// Problems found while reading the values.
+    pub problems: Vec<AnnotationProblem>,
+}
+
+type Map = BTreeMap<String, String>;
+
+impl WorkloadAnnotations {
+    /// Reads the values from the workload's metadata and pod-template annotations.
+    pub fn extract(keys: &AnnotationKeys, metadata: Option<&Map>, template: Option<&Map>) -> Self {
+        let empty = Map::new();
+        let metadata = metadata.unwrap_or(&empty);
+        let template = template.unwrap_or(&empty);
+        let mut problems = Vec::new();
+        let mut selection: [Selection; 3] = Default::default();
+        for (i, slot) in selection.iter_mut().enumerate() {
+            let selecting = [
+                &keys.named[i],
+                &keys.auto,
+                &keys.typed_auto[i],
+                &keys.search,
+            ];
+            let source = if selecting.iter().any(|k| metadata.contains_key(*k)) {
+                metadata
+            } else {
+                template
+            };
+            let named_value = source.get(&keys.named[i]);
+            *slot = Selection {
+                auto: source.get(&keys.auto).cloned(),
+                typed_auto: source.get(&keys.typed_auto[i]).cloned(),
+                search: source.get(&keys.search).cloned(),
+                named: named_value
+                    .map(|v| compile_named(&keys.named[i], v, &mut problems))
+                    .unwrap_or_default(),
+                exclude: metadata
+                    .get(&keys.exclude[i])
+                    .map(|v| split_list(v).map(str::to_owned).collect())
+                    .unwrap_or_default(),
+            };
+            for key in [&keys.auto, &keys.typed_auto[i]] {
+                if let Some(v) = source.get(key)
+                    && !v.is_empty()
+                    && parse_go_bool(v).is_none()
+                    && !problems.iter().any(|p: &AnnotationProblem| &p.key == key)
+                {
+                    problems.push(AnnotationProblem {
+                        key: key.clone(),
+                        value: v.clone(),
+                        message: "unknown value, expected true or false; treated as false (and opts the workload out of --auto-reload-all)".into(),
+                    });
+                }
+            }
+        }
+        Self {
+            selection,
+            pause_period: metadata.get(&keys.pause_period).cloned(),
+            problems,
+        }
+    }
+
+    /// The selection for `kind`.
+    pub fn for_kind(&self, kind: ConfigKind) -> &Selection {
+        &self.selection[kind_index(kind)]
+    }
+
+    /// True when any kind has a named list: such workloads may reload for resources they do not reference.
+    pub fn has_named_list(&self) -> bool {
+        self.selection.iter().any(|s| !s.named.is_empty())
+    }
+}
+
+/// Splits a comma list, trimming entries and dropping empty ones.
+pub fn split_list(value: &str) -> impl Iterator<Item = &str> {
+    value.split(',').map(str::trim).filter(|e| !e.is_empty())
+}
+
+fn compile_named(
+    key: &str,
+    value: &str,
+    problems: &mut Vec<AnnotationProblem>,
+) -> Vec<NamedPattern> {
+    let mut out = Vec::new();
+    for entry in split_list(value) {
+        match Regex::new(&format!("^(?:{entry})$")) {
+            Ok(regex) => out.push(NamedPattern {
+                text: entry.to_owned(),
+                regex,
+            }),
+            // upstream v1: the entry is skipped and reported; the other entries still apply.
+            Err(e) => problems.push(AnnotationProblem {
+                key: key.to_owned(),
+                value: value.to_owned(),
+                message: format!(
+                    "invalid regex {entry:?}: {}",
+                    e.to_string().lines().last().unwrap_or_default().trim()
+                ),
+            }),
+        }
+    }
+    out
+}
+
+/// Go's `strconv.ParseBool`: `1,t,T,TRUE,true,True` and `0,f,F,FALSE,false,False`.
+pub fn parse_go_bool(value: &str) -> Option<bool> {
+    match value {
+        "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
+        "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(pairs: &[(&str, &str)]) -> Map {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    fn extract(meta: &[(&str, &str)], tmpl: &[(&str, &str)]) -> WorkloadAnnotations {
+        WorkloadAnnotations::extract(
+            &AnnotationKeys::default(),
+            Some(&map(meta)),
+            Some(&map(tmpl)),
+        )
+    }
+
+    #[test]
+    fn metadata_wins_when_it_has_any_selecting_key_for_the_kind() {
+        let a = extract(&[(default::SEARCH, "true")], &[(default::AUTO, "true")]);
+        let cm = a.for_kind(ConfigKind::ConfigMap);
+        assert_eq!(cm.search.as_deref(), Some("true"));
+        assert_eq!(
+            cm.auto, None,
+            "template values are not mixed in when metadata has a selecting key"
+        );
+    }
+
+    #[test]
+    fn template_is_read_when_metadata_has_no_selecting_key() {
+        let a = extract(&[("unrelated", "x")], &[(default::AUTO, "true")]);
+        assert_eq!(a.for_kind(ConfigKind::Secret).auto.as_deref(), Some("true"));
+    }
+
+    #[test]
+    fn source_is_chosen_per_kind_via_the_typed_keys() {
+        let a = extract(
+            &[(default::SECRET_RELOAD, "s")],
+            &[(default::CONFIGMAP_RELOAD, "c")],
+        );
+        assert_eq!(a.for_kind(ConfigKind::Secret).named.len(), 1);
+        assert_eq!(a.for_kind(ConfigKind::ConfigMap).named[0].text, "c");
+    }
+
+    #[test]
+    fn exclude_is_read_from_metadata_only() {
+        let a = extract(&[], &[(default::CONFIGMAP_EXCLUDE, "a")]);
+        assert!(a.for_kind(ConfigKind::ConfigMap).exclude.is_empty());
+        let a = extract(&[(default::CONFIGMAP_EXCLUDE, " a , b ,")], &[]);
+        assert_eq!(a.for_kind(ConfigKind::ConfigMap).exclude, vec!["a", "b"]);
+    }
+
+    #[test]
+    fn named_entries_are_anchored_regexes_and_bad_ones_are_reported_not_fatal() {
+        let a = extract(
+            &[(default::CONFIGMAP_RELOAD, "app-.*, (broken, plain")],
+            &[],
+        );
+        let named = &a.for_kind(ConfigKind::ConfigMap).named;
+        assert_eq!(
+            named.iter().map(|p| p.text.as_str()).collect::<Vec<_>>(),
+            vec!["app-.*", "plain"]
+        );
+        assert!(named[0].matches("app-config"));
+        assert!(!named[0].matches("my-app-config"), "anchored at the start");
+        assert!(!named[1].matches("plainx"), "anchored at the end");
+        assert_eq!(a.problems.len(), 1);
+        assert_eq!(a.problems[0].key, default::CONFIGMAP_RELOAD);
+        assert!(
+            a.problems[0]
+                .message
+                .starts_with("invalid regex \"(broken\""),
+            "{}",
+            a.problems[0].message
+        );
+    }
+
+    #[test]
+    fn unknown_auto_values_are_reported_once() {
+        let a = extract(&[(default::AUTO, "yes")], &[]);
+        assert_eq!(a.problems.len(), 1);
+        assert_eq!(a.problems[0].value, "yes");
+    }
+
+    #[test]
+    fn go_parse_bool_accepts_exactly_gos_spellings() {
+        for t in ["1", "t", "T", "TRUE", "true", "True"] {
+            assert_eq!(parse_go_bool(t), Some(true), "{t}");
+        }
+        for f in ["0", "f", "F", "FALSE", "false", "False"] {
+            assert_eq!(parse_go_bool(f), Some(false), "{f}");
+        }
+        for x in ["yes", "tRUE", "", " true"] {
+            assert_eq!(parse_go_bool(x), None, "{x:?}");
+        }
+    }
+}

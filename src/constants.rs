@@ -1,0 +1,54 @@
+//! Every wire string in one place: annotation keys (defaults; all overridable by flags), env var naming,
+//! field manager, label/field selectors. Values cite the upstream behaviour they copy.
+
+/// Default annotation keys (upstream v1 `internal/pkg/options/flags.go`, reloader-behaviour.md §1.1).
+pub mod annotation {
+    /// Auto mode: reload when any referenced ConfigMap/Secret changes.
+    pub const AUTO: &str = "reloader.stakater.com/auto";
+    /// Typed auto mode, ConfigMaps only.
+    pub const CONFIGMAP_AUTO: &str = "configmap.reloader.stakater.com/auto";
+    /// Typed auto mode, Secrets only.
+    pub const SECRET_AUTO: &str = "secret.reloader.stakater.com/auto";
+    /// Typed auto mode, CSI SecretProviderClasses only (hard-coded in v1, a flag in v2).
+    pub const SECRETPROVIDERCLASS_AUTO: &str = "secretproviderclass.reloader.stakater.com/auto";
+    /// Named list of ConfigMaps (comma-separated anchored regexes).
+    pub const CONFIGMAP_RELOAD: &str = "configmap.reloader.stakater.com/reload";
+    /// Named list of Secrets.
+    pub const SECRET_RELOAD: &str = "secret.reloader.stakater.com/reload";
+    /// Named list of SecretProviderClasses.
+    pub const SECRETPROVIDERCLASS_RELOAD: &str = "secretproviderclass.reloader.stakater.com/reload";
+    /// Exclude list of ConfigMap names (exact, not regex).
+    pub const CONFIGMAP_EXCLUDE: &str = "configmaps.exclude.reloader.stakater.com/reload";
+    /// Exclude list of Secret names.
+    pub const SECRET_EXCLUDE: &str = "secrets.exclude.reloader.stakater.com/reload";
+    /// Exclude list of SecretProviderClass names.
+    pub const SECRETPROVIDERCLASS_EXCLUDE: &str =
+        "secretproviderclasses.exclude.reloader.stakater.com/reload";
+    /// Search mode on the workload.
+    pub const SEARCH: &str = "reloader.stakater.com/search";
+    /// Marks a resource eligible for search mode.
+    pub const MATCH: &str = "reloader.stakater.com/match";
+    /// On a resource: it never triggers reloads.
+    pub const IGNORE: &str = "reloader.stakater.com/ignore";
+    /// Argo Rollout metadata: `restart` or `rollout`.
+    pub const ROLLOUT_STRATEGY: &str = "reloader.stakater.com/rollout-strategy";
+    /// Deployment metadata: Go duration to pause after a reload.
+    pub const PAUSE_PERIOD: &str = "deployment.reloader.stakater.com/pause-period";
+    /// Deployment metadata, written by the controller: when it paused the Deployment.
+    pub const PAUSED_AT: &str = "deployment.reloader.stakater.com/paused-at";
+    /// Pod template, written by the annotations strategy: JSON record of the last trigger (§3.3).
+    pub const LAST_RELOADED_FROM: &str = "reloader.stakater.com/last-reloaded-from";
+}
+
+/// Env var names: `STAKATER_<SANITISED NAME>_<KIND>` (upstream `getEnvVarName`, §3.2).
+pub const ENV_VAR_PREFIX: &str = "STAKATER_";
+
+/// Field manager for every write (upstream v2 uses `reloader`).
+pub const FIELD_MANAGER: &str = "reloader";
+
+/// Helm stores releases in Secrets of this type; they are large, numerous and never mounted by pods, so the
+/// Secret watch excludes them server-side (design.md "Memory").
+pub const SECRET_FIELD_SELECTOR: &str = "type!=helm.sh/release.v1";
+
+/// Value that turns an annotation on (compared exactly, as upstream does for `ignore`, `match`, `search`).
+pub const TRUE: &str = "true";

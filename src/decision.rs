@@ -1,0 +1,463 @@
+//! Should this workload reload for this resource, and why. Upstream v1's `ShouldReload` precedence
+//! (reloader-behaviour.md §1.2) plus its container lookup (§4). Pure: the reason it returns is what logs,
+//! Events and `explain` print.
+
+use std::fmt;
+
+use crate::{
+    annotations::{Selection, parse_go_bool},
+    constants::TRUE,
+    references::{ConfigUse, Via},
+    resource::ConfigKind,
+};
+
+/// The facts about a resource that decisions need (never its data).
+#[derive(Clone, Copy, Debug)]
+pub struct ResourceFacts<'a> {
+    /// Kind.
+    pub kind: ConfigKind,
+    /// Name.
+    pub name: &'a str,
+    /// `ignore` annotation is exactly `"true"`.
+    pub ignored: bool,
+    /// `match` annotation is exactly `"true"`.
+    pub matched: bool,
+}
+
+/// The facts about a workload that decisions need.
+#[derive(Clone, Copy, Debug)]
+pub struct WorkloadFacts<'a> {
+    /// Its selecting annotations for the resource's kind.
+    pub selection: &'a Selection,
+    /// Resources its pod spec uses.
+    pub uses: &'a [ConfigUse],
+    /// Its first container (target for named matches of unreferenced resources).
+    pub first_container: Option<&'a str>,
+}
+
+/// Global settings that change decisions.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DecisionSettings {
+    /// `--auto-reload-all`.
+    pub auto_reload_all: bool,
+}
+
+/// Why a workload reloads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReloadReason {
+    /// Matched an entry of the named list.
+    NamedList { pattern: String },
+    /// Search mode, and the resource carries `match: "true"`.
+    Search { via: Via },
+    /// `reloader.stakater.com/auto` (or the typed auto key) is true.
+    Auto { via: Via },
+    /// `--auto-reload-all`, and the workload has no auto value.
+    AutoReloadAll { via: Via },
+}
+
+impl fmt::Display for ReloadReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NamedList { pattern } => write!(f, "matched named list {pattern:?}"),
+            Self::Search { via } => write!(
+                f,
+                "search: resource has match annotation, referenced via {via}"
+            ),
+            Self::Auto { via } => write!(f, "auto: referenced via {via}"),
+            Self::AutoReloadAll { via } => write!(f, "auto-reload-all: referenced via {via}"),
+        }
+    }
+}
+
+/// Why a workload does not reload.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SkipReason {
+    /// The resource has `ignore: "true"`.
+    Ignored,
+    /// The resource is in the workload's exclude list.
+    Excluded,
+    /// Auto or search mode applies but the pod spec does not use the resource.
+    NotReferenced,
+    /// No annotation selects this resource.
+    NotSelected,
+    /// The workload has no containers.
+    NoContainer,
+}
+
+impl fmt::Display for SkipReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Ignored => "ignored: resource has the ignore annotation",
+            Self::Excluded => "excluded: resource is in the workload's exclude list",
+            Self::NotReferenced => {
+                "not referenced: auto/search mode needs the pod spec to use the resource"
+            }
+            Self::NotSelected => "no matching annotation",
+            Self::NoContainer => "workload has no containers",
+        })
+    }
+}
+
+/// The outcome of [`decide`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReloadDecision {
+    /// Reload, writing the env var into `container`.
+    Reload {
+        container: String,
+        reason: ReloadReason,
+    },
+    /// Do not reload.
+    Skip(SkipReason),
+}
+
+/// Decides whether `workload` reloads when `resource` changes.
+pub fn decide(
+    workload: &WorkloadFacts<'_>,
+    resource: &ResourceFacts<'_>,
+    settings: DecisionSettings,
+) -> ReloadDecision {
+    use ReloadDecision::{Reload, Skip};
+    let s = workload.selection;
+    if resource.ignored {
+        return Skip(SkipReason::Ignored);
+    }
+    if s.exclude.iter().any(|e| e == resource.name) {
+        return Skip(SkipReason::Excluded);
+    }
+    let used = workload
+        .uses
+        .iter()
+        .find(|u| u.kind == resource.kind && u.name == resource.name);
+    // Named list: reload even when the pod spec does not use the resource (then into the first container).
+    if let Some(p) = s.named.iter().find(|p| p.matches(resource.name)) {
+        let container = used
+            .map(|u| u.container.as_str())
+            .or(workload.first_container);
+        return match container {
+            Some(c) => Reload {
+                container: c.to_owned(),
+                reason: ReloadReason::NamedList {
+                    pattern: p.text.clone(),
+                },
+            },
+            None => Skip(SkipReason::NoContainer),
+        };
+    }
+    let auto_mode: Option<fn(Via) -> ReloadReason> =
+        if s.search.as_deref() == Some(TRUE) && resource.matched {
+            Some(|via| ReloadReason::Search { via })
+        } else if is_true(&s.auto) || is_true(&s.typed_auto) {
+            Some(|via| ReloadReason::Auto { via })
+        } else if settings.auto_reload_all && is_empty(&s.auto) && is_empty(&s.typed_auto) {
+            // upstream v1: an absent or empty auto value enables auto-reload-all; any other value opts out.
+            Some(|via| ReloadReason::AutoReloadAll { via })
+        } else {
+            None
+        };
+    match (auto_mode, used) {
+        (None, _) => Skip(SkipReason::NotSelected),
+        (Some(_), None) => Skip(SkipReason::NotReferenced),
+        (Some(reason), Some(u)) => Reload {
+            container: u.container.clone(),
+            reason: reason(u.via),
+        },
+    }
+}
+
+fn is_true(v: &Option<String>) -> bool {
+    v.as_deref().and_then(parse_go_bool).unwrap_or(false)
+}
+
+fn is_empty(v: &Option<String>) -> bool {
+    v.as_deref().is_none_or(str::is_empty)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::annotations::{AnnotationKeys, WorkloadAnnotations};
+    use crate::constants::annotation as key;
+    use std::collections::BTreeMap;
+
+    const CM: ConfigKind = ConfigKind::ConfigMap;
+
+    fn annotations(meta: &[(&str, &str)]) -> WorkloadAnnotations {
+        let m: BTreeMap<String, String> = meta
+            .iter()
+            .map(|(k, v)| ((*k).into(), (*v).into()))
+            .collect();
+        WorkloadAnnotations::extract(&AnnotationKeys::default(), Some(&m), None)
+    }
+
+    fn used(name: &str, container: &str, via: Via) -> ConfigUse {
+        ConfigUse {
+            kind: CM,
+            name: name.into(),
+            container: container.into(),
+            via,
+            init_container: false,
+        }
+    }
+
+    fn run(
+        meta: &[(&str, &str)],
+        uses: &[ConfigUse],
+        res: (&str, bool, bool),
+        all: bool,
+    ) -> ReloadDecision {
+        let a = annotations(meta);
+        let w = WorkloadFacts {
+            selection: a.for_kind(CM),
+            uses,
+            first_container: Some("first"),
+        };
+        let r = ResourceFacts {
+            kind: CM,
+            name: res.0,
+            ignored: res.1,
+            matched: res.2,
+        };
+        decide(
+            &w,
+            &r,
+            DecisionSettings {
+                auto_reload_all: all,
+            },
+        )
+    }
+
+    fn reload(container: &str, reason: ReloadReason) -> ReloadDecision {
+        ReloadDecision::Reload {
+            container: container.into(),
+            reason,
+        }
+    }
+
+    const SKIP_NOT_SELECTED: ReloadDecision = ReloadDecision::Skip(SkipReason::NotSelected);
+
+    #[test]
+    fn auto_reloads_referenced_resources_into_the_using_container() {
+        let uses = [used("cm", "app", Via::EnvFrom)];
+        assert_eq!(
+            run(&[(key::AUTO, "true")], &uses, ("cm", false, false), false),
+            reload("app", ReloadReason::Auto { via: Via::EnvFrom })
+        );
+    }
+
+    #[test]
+    fn auto_needs_a_reference() {
+        assert_eq!(
+            run(&[(key::AUTO, "true")], &[], ("cm", false, false), false),
+            ReloadDecision::Skip(SkipReason::NotReferenced)
+        );
+    }
+
+    #[test]
+    fn typed_auto_counts_for_its_own_kind_only() {
+        let uses = [used("cm", "app", Via::Volume)];
+        assert_eq!(
+            run(
+                &[(key::CONFIGMAP_AUTO, "true")],
+                &uses,
+                ("cm", false, false),
+                false
+            ),
+            reload("app", ReloadReason::Auto { via: Via::Volume })
+        );
+        assert_eq!(
+            run(
+                &[(key::SECRET_AUTO, "true")],
+                &uses,
+                ("cm", false, false),
+                false
+            ),
+            SKIP_NOT_SELECTED
+        );
+    }
+
+    #[test]
+    fn auto_accepts_go_bool_spellings() {
+        let uses = [used("cm", "app", Via::Volume)];
+        assert!(matches!(
+            run(&[(key::AUTO, "True")], &uses, ("cm", false, false), false),
+            ReloadDecision::Reload { .. }
+        ));
+        assert!(matches!(
+            run(&[(key::AUTO, "1")], &uses, ("cm", false, false), false),
+            ReloadDecision::Reload { .. }
+        ));
+        assert_eq!(
+            run(&[(key::AUTO, "yes")], &uses, ("cm", false, false), false),
+            SKIP_NOT_SELECTED
+        );
+    }
+
+    #[test]
+    fn named_list_reloads_unreferenced_resources_into_the_first_container() {
+        let r = run(
+            &[(key::CONFIGMAP_RELOAD, "other, app-.*")],
+            &[],
+            ("app-config", false, false),
+            false,
+        );
+        assert_eq!(
+            r,
+            reload(
+                "first",
+                ReloadReason::NamedList {
+                    pattern: "app-.*".into()
+                }
+            )
+        );
+    }
+
+    #[test]
+    fn named_list_uses_the_referencing_container_when_there_is_one() {
+        let uses = [used("cm", "side", Via::Volume)];
+        assert_eq!(
+            run(
+                &[(key::CONFIGMAP_RELOAD, "cm")],
+                &uses,
+                ("cm", false, false),
+                false
+            ),
+            reload(
+                "side",
+                ReloadReason::NamedList {
+                    pattern: "cm".into()
+                }
+            )
+        );
+    }
+
+    #[test]
+    fn named_entries_are_regexes_so_a_dot_matches_any_character() {
+        assert!(matches!(
+            run(
+                &[(key::CONFIGMAP_RELOAD, "my.cm")],
+                &[],
+                ("myxcm", false, false),
+                false
+            ),
+            ReloadDecision::Reload { .. }
+        ));
+    }
+
+    #[test]
+    fn search_needs_match_on_the_resource_and_a_reference() {
+        let uses = [used("cm", "app", Via::EnvValueFrom)];
+        let search = [(key::SEARCH, "true")];
+        assert_eq!(
+            run(&search, &uses, ("cm", false, true), false),
+            reload(
+                "app",
+                ReloadReason::Search {
+                    via: Via::EnvValueFrom
+                }
+            )
+        );
+        assert_eq!(
+            run(&search, &uses, ("cm", false, false), false),
+            SKIP_NOT_SELECTED
+        );
+        assert_eq!(
+            run(&search, &[], ("cm", false, true), false),
+            ReloadDecision::Skip(SkipReason::NotReferenced)
+        );
+    }
+
+    #[test]
+    fn ignore_on_the_resource_beats_everything() {
+        let uses = [used("cm", "app", Via::Volume)];
+        assert_eq!(
+            run(
+                &[(key::CONFIGMAP_RELOAD, "cm")],
+                &uses,
+                ("cm", true, false),
+                true
+            ),
+            ReloadDecision::Skip(SkipReason::Ignored)
+        );
+    }
+
+    #[test]
+    fn exclude_beats_named_auto_and_auto_reload_all_and_is_exact() {
+        let uses = [used("cm", "app", Via::Volume)];
+        let meta = [
+            (key::CONFIGMAP_EXCLUDE, "cm"),
+            (key::CONFIGMAP_RELOAD, "cm"),
+            (key::AUTO, "true"),
+        ];
+        assert_eq!(
+            run(&meta, &uses, ("cm", false, false), true),
+            ReloadDecision::Skip(SkipReason::Excluded)
+        );
+        let meta = [(key::CONFIGMAP_EXCLUDE, "c."), (key::AUTO, "true")];
+        assert!(
+            matches!(
+                run(&meta, &uses, ("cm", false, false), false),
+                ReloadDecision::Reload { .. }
+            ),
+            "exclude is not a regex"
+        );
+    }
+
+    #[test]
+    fn auto_reload_all_applies_to_workloads_without_an_auto_value() {
+        let uses = [used("cm", "app", Via::Volume)];
+        assert_eq!(
+            run(&[], &uses, ("cm", false, false), true),
+            reload("app", ReloadReason::AutoReloadAll { via: Via::Volume })
+        );
+        assert_eq!(
+            run(&[(key::AUTO, "")], &uses, ("cm", false, false), true),
+            reload("app", ReloadReason::AutoReloadAll { via: Via::Volume })
+        );
+        assert_eq!(
+            run(&[], &uses, ("cm", false, false), false),
+            SKIP_NOT_SELECTED
+        );
+        assert_eq!(
+            run(&[], &[], ("cm", false, false), true),
+            ReloadDecision::Skip(SkipReason::NotReferenced)
+        );
+    }
+
+    #[test]
+    fn auto_false_or_any_unparsable_value_opts_out_of_auto_reload_all() {
+        let uses = [used("cm", "app", Via::Volume)];
+        assert_eq!(
+            run(&[(key::AUTO, "false")], &uses, ("cm", false, false), true),
+            SKIP_NOT_SELECTED
+        );
+        assert_eq!(
+            run(&[(key::AUTO, "yes")], &uses, ("cm", false, false), true),
+            SKIP_NOT_SELECTED
+        );
+        // Typed auto "false" only opts out its own kind (a Secret change would still reload).
+        assert_eq!(
+            run(
+                &[(key::CONFIGMAP_AUTO, "false")],
+                &uses,
+                ("cm", false, false),
+                true
+            ),
+            SKIP_NOT_SELECTED
+        );
+    }
+
+    #[test]
+    fn reasons_read_well_in_logs() {
+        assert_eq!(
+            ReloadReason::NamedList {
+                pattern: "app-.*".into()
+            }
+            .to_string(),
+            "matched named list \"app-.*\""
+        );
+        assert_eq!(
+            ReloadReason::Auto { via: Via::EnvFrom }.to_string(),
+            "auto: referenced via envFrom"
+        );
+    }
+}

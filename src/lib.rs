@@ -1,0 +1,13 @@
+//! reloader: rolls out Kubernetes workloads when the ConfigMaps and Secrets they use change — a drop-in
+//! replacement for Stakater Reloader.
+//!
+//! Functional core (no client, no clock): [`annotations`], [`references`], [`hash`], [`decision`],
+//! [`strategy`]. Imperative shell: [`index`], [`controller`], [`workload`].
+
+pub mod annotations;
+pub mod constants;
+pub mod decision;
+pub mod hash;
+pub mod references;
+pub mod resource;
+pub mod strategy;

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Builds the test control plane from the Go module proxy: kube-apiserver, kube-controller-manager,
+# kube-scheduler, kubectl (k8s.io/kubernetes), etcd (go.etcd.io/etcd/server/v3) and kwok.
+# Idempotent: a binary whose --version already matches the pin is kept.
+# Usage: testenv/build.sh            -> prints the bin directory on its last line
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=versions.env
+. "$HERE/versions.env"
+CACHE=${TESTENV_CACHE:-$HOME/.cache/reloader-rs/testenv}
+BIN=$CACHE/k8s-$K8S_VERSION-etcd-$ETCD_VERSION-kwok-$KWOK_VERSION/bin
+SRC=$CACHE/src
+export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false CGO_ENABLED=0
+
+say() { printf '[testenv/build] %s\n' "$*" >&2; }
+die() { printf '[testenv/build] ERROR: %s\n' "$*" >&2; exit 1; }
+
+command -v go >/dev/null || die "Go is not installed. Install Go >= 1.26 (https://go.dev/dl) and make sure 'go' is on PATH."
+command -v python3 >/dev/null || die "python3 is required to read 'go mod download -json' output."
+mkdir -p "$BIN" "$SRC"
+
+# has BINARY EXPECTED-SUBSTRING [version args...]
+has() {
+  local b=$BIN/$1 want=$2; shift 2
+  [ -x "$b" ] && "$b" "$@" 2>&1 | grep -qF -- "$want"
+}
+
+fetch() { # module@version -> JSON, with a message naming the module if the proxy refuses it
+  go mod download -json "$1" 2>"$SRC/fetch.err" || die "cannot fetch Go module $1 from $(go env GOPROXY): $(tail -3 "$SRC/fetch.err"). Check GOPROXY/network, or pin a version the proxy has in testenv/versions.env."
+}
+
+build_k8s() {
+  if has kube-apiserver "$K8S_VERSION" --version && has kube-controller-manager "$K8S_VERSION" --version \
+     && has kube-scheduler "$K8S_VERSION" --version && has kubectl "$K8S_VERSION" version --client; then
+    say "kubernetes $K8S_VERSION: cached"; return; fi
+  say "kubernetes $K8S_VERSION: building kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (cold: ~15-30 min on 2 cores)"
+  local w=$SRC/k8s-$K8S_VERSION; mkdir -p "$w"; cd "$w"
+  rm -f go.mod go.sum; go mod init local/testenv-k8s >/dev/null 2>&1
+  local json up_gomod up_commit staging mods minor ldf date
+  json=$(fetch "k8s.io/kubernetes@$K8S_VERSION")
+  up_gomod=$(printf '%s' "$json" | python3 -c 'import json,sys;print(json.load(sys.stdin)["GoMod"])')
+  up_commit=$(printf '%s' "$json" | python3 -c 'import json,sys;print((json.load(sys.stdin).get("Origin") or {}).get("Hash") or "unknown")')
+  staging="v0.${K8S_VERSION#v1.}"
+  # One replace per staging module (upstream requires them at v0.0.0 and maps them to ./staging).
+  mods=$( { awk '$1 ~ /^k8s\.io\// && $2 == "v0.0.0" {print $1}' "$up_gomod"
+            awk '$2 == "=>" && $3 ~ /^\.\/staging\// {print $1}' "$up_gomod"
+            awk '$1 == "replace" && $3 == "=>" && $4 ~ /^\.\/staging\// {print $2}' "$up_gomod"; } | sort -u)
+  say "staging modules: $(echo "$mods" | wc -w)"
+  for m in $mods; do go mod edit -replace="$m=$m@$staging"; done
+  go mod edit -go="$(awk '$1=="go"{print $2; exit}' "$up_gomod")"
+  local gd; gd=$(awk '$1=="godebug" && $2 != "(" {print $2; exit}' "$up_gomod")
+  if [ -n "$gd" ]; then go mod edit -godebug="$gd"; fi
+  say "resolving modules (downloads ~1 GB the first time)"
+  go get -tool "k8s.io/kubernetes/cmd/kube-apiserver@$K8S_VERSION" "k8s.io/kubernetes/cmd/kube-controller-manager@$K8S_VERSION" \
+    "k8s.io/kubernetes/cmd/kube-scheduler@$K8S_VERSION" "k8s.io/kubernetes/cmd/kubectl@$K8S_VERSION" \
+    || die "go get of k8s.io/kubernetes@$K8S_VERSION failed (see above)"
+  minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
+  case "$K8S_VERSION" in *-*) minor="$minor+";; esac
+  date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+  ldf="-s -w"
+  # Version ldflags as upstream hack/lib/version.sh, so /version reports the real version (helm kubeVersion checks).
+  for p in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
+    ldf="$ldf -X $p.gitVersion=$K8S_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor"
+    ldf="$ldf -X $p.gitCommit=$up_commit -X $p.gitTreeState=clean -X $p.buildDate=$date"
+  done
+  local cmd
+  for cmd in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+    say "compiling $cmd"
+    go build -trimpath -tags=selinux,notest -ldflags="$ldf" -o "$BIN/$cmd" "k8s.io/kubernetes/cmd/$cmd"
+  done
+  "$BIN/kube-apiserver" --version >&2
+}
+
+build_etcd() {
+  if has etcd "${ETCD_VERSION#v}" --version; then say "etcd $ETCD_VERSION: cached"; return; fi
+  say "etcd $ETCD_VERSION: building (~2 min)"
+  local w=$SRC/etcd-$ETCD_VERSION; mkdir -p "$w"; cd "$w"
+  rm -f go.mod go.sum; go mod init local/testenv-etcd >/dev/null 2>&1
+  fetch "go.etcd.io/etcd/server/v3@$ETCD_VERSION" >/dev/null
+  go get -tool "go.etcd.io/etcd/server/v3@$ETCD_VERSION" || die "go get go.etcd.io/etcd/server/v3@$ETCD_VERSION failed"
+  go build -trimpath -ldflags="-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=$ETCD_VERSION" -o "$BIN/etcd" go.etcd.io/etcd/server/v3
+  "$BIN/etcd" --version >&2
+}
+
+build_kwok() {
+  if has kwok "$KWOK_VERSION" --version && [ -s "$BIN/kwok-stages.yaml" ]; then say "kwok $KWOK_VERSION: cached"; return; fi
+  say "kwok $KWOK_VERSION: building (~2 min)"
+  local json dir f
+  json=$(fetch "sigs.k8s.io/kwok@$KWOK_VERSION")
+  dir=$(printf '%s' "$json" | python3 -c 'import json,sys;print(json.load(sys.stdin)["Dir"])')
+  GOBIN="$BIN" go install -trimpath -ldflags="-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v}" \
+    "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" || die "go install sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION failed"
+  # The "fast" stages shipped in the module: nodes Ready, bound pods Running+Ready, Jobs' pods complete.
+  : > "$BIN/kwok-stages.yaml.tmp"
+  for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
+           pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
+    [ -f "$dir/kustomize/stage/$f" ] || die "kwok stage $f not found in sigs.k8s.io/kwok@$KWOK_VERSION"
+    { cat "$dir/kustomize/stage/$f"; echo '---'; } >> "$BIN/kwok-stages.yaml.tmp"
+  done
+  mv "$BIN/kwok-stages.yaml.tmp" "$BIN/kwok-stages.yaml"
+}
+
+build_helm() {
+  if has helm "$HELM_VERSION" version --short; then say "helm $HELM_VERSION: cached"; return; fi
+  say "helm $HELM_VERSION: building (~2 min)"
+  local minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
+  GOBIN="$BIN" go install -trimpath -ldflags "-s -w \
+    -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION -X helm.sh/helm/v3/internal/version.metadata= \
+    -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$minor \
+    -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$minor" \
+    "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" || die "go install helm.sh/helm/v3/cmd/helm@$HELM_VERSION failed"
+}
+
+build_etcd
+build_kwok
+build_k8s
+if [ "${TESTENV_WITH_HELM:-1}" = 1 ]; then build_helm; fi
+say "binaries ready in $BIN"
+echo "$BIN"
