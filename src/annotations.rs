@@ -137,25 +137,14 @@ impl WorkloadAnnotations {
         let mut problems = Vec::new();
         let mut selection: [Selection; 3] = Default::default();
         for (i, slot) in selection.iter_mut().enumerate() {
-            let selecting = [
-                &keys.named[i],
-                &keys.auto,
-                &keys.typed_auto[i],
-                &keys.search,
-            ];
-            let source = if selecting.iter().any(|k| metadata.contains_key(*k)) {
-                metadata
-            } else {
-                template
-            };
+            let selecting = [&keys.named[i], &keys.auto, &keys.typed_auto[i], &keys.search];
+            let source = if selecting.iter().any(|k| metadata.contains_key(*k)) { metadata } else { template };
             let named_value = source.get(&keys.named[i]);
             *slot = Selection {
                 auto: source.get(&keys.auto).cloned(),
                 typed_auto: source.get(&keys.typed_auto[i]).cloned(),
                 search: source.get(&keys.search).cloned(),
-                named: named_value
-                    .map(|v| compile_named(&keys.named[i], v, &mut problems))
-                    .unwrap_or_default(),
+                named: named_value.map(|v| compile_named(&keys.named[i], v, &mut problems)).unwrap_or_default(),
                 exclude: metadata
                     .get(&keys.exclude[i])
                     .map(|v| split_list(v).map(str::to_owned).collect())
@@ -175,11 +164,7 @@ impl WorkloadAnnotations {
                 }
             }
         }
-        Self {
-            selection,
-            pause_period: metadata.get(&keys.pause_period).cloned(),
-            problems,
-        }
+        Self { selection, pause_period: metadata.get(&keys.pause_period).cloned(), problems }
     }
 
     /// The selection for `kind`.
@@ -198,18 +183,11 @@ pub fn split_list(value: &str) -> impl Iterator<Item = &str> {
     value.split(',').map(str::trim).filter(|e| !e.is_empty())
 }
 
-fn compile_named(
-    key: &str,
-    value: &str,
-    problems: &mut Vec<AnnotationProblem>,
-) -> Vec<NamedPattern> {
+fn compile_named(key: &str, value: &str, problems: &mut Vec<AnnotationProblem>) -> Vec<NamedPattern> {
     let mut out = Vec::new();
     for entry in split_list(value) {
         match Regex::new(&format!("^(?:{entry})$")) {
-            Ok(regex) => out.push(NamedPattern {
-                text: entry.to_owned(),
-                regex,
-            }),
+            Ok(regex) => out.push(NamedPattern { text: entry.to_owned(), regex }),
             // upstream v1: the entry is skipped and reported; the other entries still apply.
             Err(e) => problems.push(AnnotationProblem {
                 key: key.to_owned(),
@@ -238,18 +216,11 @@ mod tests {
     use super::*;
 
     fn map(pairs: &[(&str, &str)]) -> Map {
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect()
+        pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
     }
 
     fn extract(meta: &[(&str, &str)], tmpl: &[(&str, &str)]) -> WorkloadAnnotations {
-        WorkloadAnnotations::extract(
-            &AnnotationKeys::default(),
-            Some(&map(meta)),
-            Some(&map(tmpl)),
-        )
+        WorkloadAnnotations::extract(&AnnotationKeys::default(), Some(&map(meta)), Some(&map(tmpl)))
     }
 
     #[test]
@@ -257,10 +228,7 @@ mod tests {
         let a = extract(&[(default::SEARCH, "true")], &[(default::AUTO, "true")]);
         let cm = a.for_kind(ConfigKind::ConfigMap);
         assert_eq!(cm.search.as_deref(), Some("true"));
-        assert_eq!(
-            cm.auto, None,
-            "template values are not mixed in when metadata has a selecting key"
-        );
+        assert_eq!(cm.auto, None, "template values are not mixed in when metadata has a selecting key");
     }
 
     #[test]
@@ -271,10 +239,7 @@ mod tests {
 
     #[test]
     fn source_is_chosen_per_kind_via_the_typed_keys() {
-        let a = extract(
-            &[(default::SECRET_RELOAD, "s")],
-            &[(default::CONFIGMAP_RELOAD, "c")],
-        );
+        let a = extract(&[(default::SECRET_RELOAD, "s")], &[(default::CONFIGMAP_RELOAD, "c")]);
         assert_eq!(a.for_kind(ConfigKind::Secret).named.len(), 1);
         assert_eq!(a.for_kind(ConfigKind::ConfigMap).named[0].text, "c");
     }
@@ -289,27 +254,15 @@ mod tests {
 
     #[test]
     fn named_entries_are_anchored_regexes_and_bad_ones_are_reported_not_fatal() {
-        let a = extract(
-            &[(default::CONFIGMAP_RELOAD, "app-.*, (broken, plain")],
-            &[],
-        );
+        let a = extract(&[(default::CONFIGMAP_RELOAD, "app-.*, (broken, plain")], &[]);
         let named = &a.for_kind(ConfigKind::ConfigMap).named;
-        assert_eq!(
-            named.iter().map(|p| p.text.as_str()).collect::<Vec<_>>(),
-            vec!["app-.*", "plain"]
-        );
+        assert_eq!(named.iter().map(|p| p.text.as_str()).collect::<Vec<_>>(), vec!["app-.*", "plain"]);
         assert!(named[0].matches("app-config"));
         assert!(!named[0].matches("my-app-config"), "anchored at the start");
         assert!(!named[1].matches("plainx"), "anchored at the end");
         assert_eq!(a.problems.len(), 1);
         assert_eq!(a.problems[0].key, default::CONFIGMAP_RELOAD);
-        assert!(
-            a.problems[0]
-                .message
-                .starts_with("invalid regex \"(broken\""),
-            "{}",
-            a.problems[0].message
-        );
+        assert!(a.problems[0].message.starts_with("invalid regex \"(broken\""), "{}", a.problems[0].message);
     }
 
     #[test]

@@ -22,8 +22,7 @@ pub mod annotation {
     /// Exclude list of Secret names.
     pub const SECRET_EXCLUDE: &str = "secrets.exclude.reloader.stakater.com/reload";
     /// Exclude list of SecretProviderClass names.
-    pub const SECRETPROVIDERCLASS_EXCLUDE: &str =
-        "secretproviderclasses.exclude.reloader.stakater.com/reload";
+    pub const SECRETPROVIDERCLASS_EXCLUDE: &str = "secretproviderclasses.exclude.reloader.stakater.com/reload";
     /// Search mode on the workload.
     pub const SEARCH: &str = "reloader.stakater.com/search";
     /// Marks a resource eligible for search mode.

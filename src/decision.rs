@@ -59,10 +59,7 @@ impl fmt::Display for ReloadReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::NamedList { pattern } => write!(f, "matched named list {pattern:?}"),
-            Self::Search { via } => write!(
-                f,
-                "search: resource has match annotation, referenced via {via}"
-            ),
+            Self::Search { via } => write!(f, "search: resource has match annotation, referenced via {via}"),
             Self::Auto { via } => write!(f, "auto: referenced via {via}"),
             Self::AutoReloadAll { via } => write!(f, "auto-reload-all: referenced via {via}"),
         }
@@ -89,9 +86,7 @@ impl fmt::Display for SkipReason {
         f.write_str(match self {
             Self::Ignored => "ignored: resource has the ignore annotation",
             Self::Excluded => "excluded: resource is in the workload's exclude list",
-            Self::NotReferenced => {
-                "not referenced: auto/search mode needs the pod spec to use the resource"
-            }
+            Self::NotReferenced => "not referenced: auto/search mode needs the pod spec to use the resource",
             Self::NotSelected => "no matching annotation",
             Self::NoContainer => "workload has no containers",
         })
@@ -102,10 +97,7 @@ impl fmt::Display for SkipReason {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ReloadDecision {
     /// Reload, writing the env var into `container`.
-    Reload {
-        container: String,
-        reason: ReloadReason,
-    },
+    Reload { container: String, reason: ReloadReason },
     /// Do not reload.
     Skip(SkipReason),
 }
@@ -124,43 +116,29 @@ pub fn decide(
     if s.exclude.iter().any(|e| e == resource.name) {
         return Skip(SkipReason::Excluded);
     }
-    let used = workload
-        .uses
-        .iter()
-        .find(|u| u.kind == resource.kind && u.name == resource.name);
+    let used = workload.uses.iter().find(|u| u.kind == resource.kind && u.name == resource.name);
     // Named list: reload even when the pod spec does not use the resource (then into the first container).
     if let Some(p) = s.named.iter().find(|p| p.matches(resource.name)) {
-        let container = used
-            .map(|u| u.container.as_str())
-            .or(workload.first_container);
+        let container = used.map(|u| u.container.as_str()).or(workload.first_container);
         return match container {
-            Some(c) => Reload {
-                container: c.to_owned(),
-                reason: ReloadReason::NamedList {
-                    pattern: p.text.clone(),
-                },
-            },
+            Some(c) => Reload { container: c.to_owned(), reason: ReloadReason::NamedList { pattern: p.text.clone() } },
             None => Skip(SkipReason::NoContainer),
         };
     }
-    let auto_mode: Option<fn(Via) -> ReloadReason> =
-        if s.search.as_deref() == Some(TRUE) && resource.matched {
-            Some(|via| ReloadReason::Search { via })
-        } else if is_true(&s.auto) || is_true(&s.typed_auto) {
-            Some(|via| ReloadReason::Auto { via })
-        } else if settings.auto_reload_all && is_empty(&s.auto) && is_empty(&s.typed_auto) {
-            // upstream v1: an absent or empty auto value enables auto-reload-all; any other value opts out.
-            Some(|via| ReloadReason::AutoReloadAll { via })
-        } else {
-            None
-        };
+    let auto_mode: Option<fn(Via) -> ReloadReason> = if s.search.as_deref() == Some(TRUE) && resource.matched {
+        Some(|via| ReloadReason::Search { via })
+    } else if is_true(&s.auto) || is_true(&s.typed_auto) {
+        Some(|via| ReloadReason::Auto { via })
+    } else if settings.auto_reload_all && is_empty(&s.auto) && is_empty(&s.typed_auto) {
+        // upstream v1: an absent or empty auto value enables auto-reload-all; any other value opts out.
+        Some(|via| ReloadReason::AutoReloadAll { via })
+    } else {
+        None
+    };
     match (auto_mode, used) {
         (None, _) => Skip(SkipReason::NotSelected),
         (Some(_), None) => Skip(SkipReason::NotReferenced),
-        (Some(reason), Some(u)) => Reload {
-            container: u.container.clone(),
-            reason: reason(u.via),
-        },
+        (Some(reason), Some(u)) => Reload { container: u.container.clone(), reason: reason(u.via) },
     }
 }
 
@@ -182,55 +160,23 @@ mod tests {
     const CM: ConfigKind = ConfigKind::ConfigMap;
 
     fn annotations(meta: &[(&str, &str)]) -> WorkloadAnnotations {
-        let m: BTreeMap<String, String> = meta
-            .iter()
-            .map(|(k, v)| ((*k).into(), (*v).into()))
-            .collect();
+        let m: BTreeMap<String, String> = meta.iter().map(|(k, v)| ((*k).into(), (*v).into())).collect();
         WorkloadAnnotations::extract(&AnnotationKeys::default(), Some(&m), None)
     }
 
     fn used(name: &str, container: &str, via: Via) -> ConfigUse {
-        ConfigUse {
-            kind: CM,
-            name: name.into(),
-            container: container.into(),
-            via,
-            init_container: false,
-        }
+        ConfigUse { kind: CM, name: name.into(), container: container.into(), via, init_container: false }
     }
 
-    fn run(
-        meta: &[(&str, &str)],
-        uses: &[ConfigUse],
-        res: (&str, bool, bool),
-        all: bool,
-    ) -> ReloadDecision {
+    fn run(meta: &[(&str, &str)], uses: &[ConfigUse], res: (&str, bool, bool), all: bool) -> ReloadDecision {
         let a = annotations(meta);
-        let w = WorkloadFacts {
-            selection: a.for_kind(CM),
-            uses,
-            first_container: Some("first"),
-        };
-        let r = ResourceFacts {
-            kind: CM,
-            name: res.0,
-            ignored: res.1,
-            matched: res.2,
-        };
-        decide(
-            &w,
-            &r,
-            DecisionSettings {
-                auto_reload_all: all,
-            },
-        )
+        let w = WorkloadFacts { selection: a.for_kind(CM), uses, first_container: Some("first") };
+        let r = ResourceFacts { kind: CM, name: res.0, ignored: res.1, matched: res.2 };
+        decide(&w, &r, DecisionSettings { auto_reload_all: all })
     }
 
     fn reload(container: &str, reason: ReloadReason) -> ReloadDecision {
-        ReloadDecision::Reload {
-            container: container.into(),
-            reason,
-        }
+        ReloadDecision::Reload { container: container.into(), reason }
     }
 
     const SKIP_NOT_SELECTED: ReloadDecision = ReloadDecision::Skip(SkipReason::NotSelected);
@@ -256,23 +202,10 @@ mod tests {
     fn typed_auto_counts_for_its_own_kind_only() {
         let uses = [used("cm", "app", Via::Volume)];
         assert_eq!(
-            run(
-                &[(key::CONFIGMAP_AUTO, "true")],
-                &uses,
-                ("cm", false, false),
-                false
-            ),
+            run(&[(key::CONFIGMAP_AUTO, "true")], &uses, ("cm", false, false), false),
             reload("app", ReloadReason::Auto { via: Via::Volume })
         );
-        assert_eq!(
-            run(
-                &[(key::SECRET_AUTO, "true")],
-                &uses,
-                ("cm", false, false),
-                false
-            ),
-            SKIP_NOT_SELECTED
-        );
+        assert_eq!(run(&[(key::SECRET_AUTO, "true")], &uses, ("cm", false, false), false), SKIP_NOT_SELECTED);
     }
 
     #[test]
@@ -282,63 +215,29 @@ mod tests {
             run(&[(key::AUTO, "True")], &uses, ("cm", false, false), false),
             ReloadDecision::Reload { .. }
         ));
-        assert!(matches!(
-            run(&[(key::AUTO, "1")], &uses, ("cm", false, false), false),
-            ReloadDecision::Reload { .. }
-        ));
-        assert_eq!(
-            run(&[(key::AUTO, "yes")], &uses, ("cm", false, false), false),
-            SKIP_NOT_SELECTED
-        );
+        assert!(matches!(run(&[(key::AUTO, "1")], &uses, ("cm", false, false), false), ReloadDecision::Reload { .. }));
+        assert_eq!(run(&[(key::AUTO, "yes")], &uses, ("cm", false, false), false), SKIP_NOT_SELECTED);
     }
 
     #[test]
     fn named_list_reloads_unreferenced_resources_into_the_first_container() {
-        let r = run(
-            &[(key::CONFIGMAP_RELOAD, "other, app-.*")],
-            &[],
-            ("app-config", false, false),
-            false,
-        );
-        assert_eq!(
-            r,
-            reload(
-                "first",
-                ReloadReason::NamedList {
-                    pattern: "app-.*".into()
-                }
-            )
-        );
+        let r = run(&[(key::CONFIGMAP_RELOAD, "other, app-.*")], &[], ("app-config", false, false), false);
+        assert_eq!(r, reload("first", ReloadReason::NamedList { pattern: "app-.*".into() }));
     }
 
     #[test]
     fn named_list_uses_the_referencing_container_when_there_is_one() {
         let uses = [used("cm", "side", Via::Volume)];
         assert_eq!(
-            run(
-                &[(key::CONFIGMAP_RELOAD, "cm")],
-                &uses,
-                ("cm", false, false),
-                false
-            ),
-            reload(
-                "side",
-                ReloadReason::NamedList {
-                    pattern: "cm".into()
-                }
-            )
+            run(&[(key::CONFIGMAP_RELOAD, "cm")], &uses, ("cm", false, false), false),
+            reload("side", ReloadReason::NamedList { pattern: "cm".into() })
         );
     }
 
     #[test]
     fn named_entries_are_regexes_so_a_dot_matches_any_character() {
         assert!(matches!(
-            run(
-                &[(key::CONFIGMAP_RELOAD, "my.cm")],
-                &[],
-                ("myxcm", false, false),
-                false
-            ),
+            run(&[(key::CONFIGMAP_RELOAD, "my.cm")], &[], ("myxcm", false, false), false),
             ReloadDecision::Reload { .. }
         ));
     }
@@ -349,33 +248,17 @@ mod tests {
         let search = [(key::SEARCH, "true")];
         assert_eq!(
             run(&search, &uses, ("cm", false, true), false),
-            reload(
-                "app",
-                ReloadReason::Search {
-                    via: Via::EnvValueFrom
-                }
-            )
+            reload("app", ReloadReason::Search { via: Via::EnvValueFrom })
         );
-        assert_eq!(
-            run(&search, &uses, ("cm", false, false), false),
-            SKIP_NOT_SELECTED
-        );
-        assert_eq!(
-            run(&search, &[], ("cm", false, true), false),
-            ReloadDecision::Skip(SkipReason::NotReferenced)
-        );
+        assert_eq!(run(&search, &uses, ("cm", false, false), false), SKIP_NOT_SELECTED);
+        assert_eq!(run(&search, &[], ("cm", false, true), false), ReloadDecision::Skip(SkipReason::NotReferenced));
     }
 
     #[test]
     fn ignore_on_the_resource_beats_everything() {
         let uses = [used("cm", "app", Via::Volume)];
         assert_eq!(
-            run(
-                &[(key::CONFIGMAP_RELOAD, "cm")],
-                &uses,
-                ("cm", true, false),
-                true
-            ),
+            run(&[(key::CONFIGMAP_RELOAD, "cm")], &uses, ("cm", true, false), true),
             ReloadDecision::Skip(SkipReason::Ignored)
         );
     }
@@ -383,21 +266,11 @@ mod tests {
     #[test]
     fn exclude_beats_named_auto_and_auto_reload_all_and_is_exact() {
         let uses = [used("cm", "app", Via::Volume)];
-        let meta = [
-            (key::CONFIGMAP_EXCLUDE, "cm"),
-            (key::CONFIGMAP_RELOAD, "cm"),
-            (key::AUTO, "true"),
-        ];
-        assert_eq!(
-            run(&meta, &uses, ("cm", false, false), true),
-            ReloadDecision::Skip(SkipReason::Excluded)
-        );
+        let meta = [(key::CONFIGMAP_EXCLUDE, "cm"), (key::CONFIGMAP_RELOAD, "cm"), (key::AUTO, "true")];
+        assert_eq!(run(&meta, &uses, ("cm", false, false), true), ReloadDecision::Skip(SkipReason::Excluded));
         let meta = [(key::CONFIGMAP_EXCLUDE, "c."), (key::AUTO, "true")];
         assert!(
-            matches!(
-                run(&meta, &uses, ("cm", false, false), false),
-                ReloadDecision::Reload { .. }
-            ),
+            matches!(run(&meta, &uses, ("cm", false, false), false), ReloadDecision::Reload { .. }),
             "exclude is not a regex"
         );
     }
@@ -413,51 +286,22 @@ mod tests {
             run(&[(key::AUTO, "")], &uses, ("cm", false, false), true),
             reload("app", ReloadReason::AutoReloadAll { via: Via::Volume })
         );
-        assert_eq!(
-            run(&[], &uses, ("cm", false, false), false),
-            SKIP_NOT_SELECTED
-        );
-        assert_eq!(
-            run(&[], &[], ("cm", false, false), true),
-            ReloadDecision::Skip(SkipReason::NotReferenced)
-        );
+        assert_eq!(run(&[], &uses, ("cm", false, false), false), SKIP_NOT_SELECTED);
+        assert_eq!(run(&[], &[], ("cm", false, false), true), ReloadDecision::Skip(SkipReason::NotReferenced));
     }
 
     #[test]
     fn auto_false_or_any_unparsable_value_opts_out_of_auto_reload_all() {
         let uses = [used("cm", "app", Via::Volume)];
-        assert_eq!(
-            run(&[(key::AUTO, "false")], &uses, ("cm", false, false), true),
-            SKIP_NOT_SELECTED
-        );
-        assert_eq!(
-            run(&[(key::AUTO, "yes")], &uses, ("cm", false, false), true),
-            SKIP_NOT_SELECTED
-        );
+        assert_eq!(run(&[(key::AUTO, "false")], &uses, ("cm", false, false), true), SKIP_NOT_SELECTED);
+        assert_eq!(run(&[(key::AUTO, "yes")], &uses, ("cm", false, false), true), SKIP_NOT_SELECTED);
         // Typed auto "false" only opts out its own kind (a Secret change would still reload).
-        assert_eq!(
-            run(
-                &[(key::CONFIGMAP_AUTO, "false")],
-                &uses,
-                ("cm", false, false),
-                true
-            ),
-            SKIP_NOT_SELECTED
-        );
+        assert_eq!(run(&[(key::CONFIGMAP_AUTO, "false")], &uses, ("cm", false, false), true), SKIP_NOT_SELECTED);
     }
 
     #[test]
     fn reasons_read_well_in_logs() {
-        assert_eq!(
-            ReloadReason::NamedList {
-                pattern: "app-.*".into()
-            }
-            .to_string(),
-            "matched named list \"app-.*\""
-        );
-        assert_eq!(
-            ReloadReason::Auto { via: Via::EnvFrom }.to_string(),
-            "auto: referenced via envFrom"
-        );
+        assert_eq!(ReloadReason::NamedList { pattern: "app-.*".into() }.to_string(), "matched named list \"app-.*\"");
+        assert_eq!(ReloadReason::Auto { via: Via::EnvFrom }.to_string(), "auto: referenced via envFrom");
     }
 }

@@ -82,12 +82,7 @@ pub fn configmap(
         entries.push(entry(k, v.as_bytes()));
     }
     for (k, v) in binary.into_iter().flatten() {
-        entries.push(entry(
-            k,
-            base64::engine::general_purpose::STANDARD
-                .encode(&v.0)
-                .as_bytes(),
-        ));
+        entries.push(entry(k, base64::engine::general_purpose::STANDARD.encode(&v.0).as_bytes()));
     }
     ContentHash::of_entries(entries)
 }
@@ -95,12 +90,7 @@ pub fn configmap(
 /// Secret: `k=<raw decoded bytes>` for `data` (not base64; `stringData` is never hashed, upstream
 /// `GetSHAfromSecret`).
 pub fn secret(data: Option<&BTreeMap<String, ByteString>>) -> ContentHash {
-    ContentHash::of_entries(
-        data.into_iter()
-            .flatten()
-            .map(|(k, v)| entry(k, &v.0))
-            .collect(),
-    )
+    ContentHash::of_entries(data.into_iter().flatten().map(|(k, v)| entry(k, &v.0)).collect())
 }
 
 /// SecretProviderClassPodStatus: `id=version` per mounted object plus `SecretProviderClassName=<name>`
@@ -109,10 +99,7 @@ pub fn secret_provider_class<'a>(
     class_name: &str,
     objects: impl IntoIterator<Item = (&'a str, &'a str)>,
 ) -> ContentHash {
-    let mut entries: Vec<Vec<u8>> = objects
-        .into_iter()
-        .map(|(id, version)| entry(id, version.as_bytes()))
-        .collect();
+    let mut entries: Vec<Vec<u8>> = objects.into_iter().map(|(id, version)| entry(id, version.as_bytes())).collect();
     entries.push(entry("SecretProviderClassName", class_name.as_bytes()));
     ContentHash::of_entries(entries)
 }
@@ -122,30 +109,18 @@ mod tests {
     use super::*;
 
     fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect()
+        pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
     }
 
     fn bytes(pairs: &[(&str, &str)]) -> BTreeMap<String, ByteString> {
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), ByteString(v.as_bytes().to_vec())))
-            .collect()
+        pairs.iter().map(|(k, v)| ((*k).to_owned(), ByteString(v.as_bytes().to_vec()))).collect()
     }
 
     // Golden vectors: reloader-behaviour.md §3.1.
     #[test]
     fn empty_data_hashes_the_empty_string() {
-        assert_eq!(
-            configmap(None, None).to_string(),
-            "da39a3ee5e6b4b0d3255bfef95601890afd80709"
-        );
-        assert_eq!(
-            secret(None).to_string(),
-            "da39a3ee5e6b4b0d3255bfef95601890afd80709"
-        );
+        assert_eq!(configmap(None, None).to_string(), "da39a3ee5e6b4b0d3255bfef95601890afd80709");
+        assert_eq!(secret(None).to_string(), "da39a3ee5e6b4b0d3255bfef95601890afd80709");
     }
 
     #[test]
@@ -166,19 +141,13 @@ mod tests {
 
     #[test]
     fn configmap_binary_data_is_base64_encoded_before_hashing() {
-        let h = configmap(
-            Some(&map(&[("test", "test")])),
-            Some(&bytes(&[("bin", "test")])),
-        );
+        let h = configmap(Some(&map(&[("test", "test")])), Some(&bytes(&[("bin", "test")])));
         assert_eq!(h.to_string(), "9fba5d05c160e83fa2b0a004566a1bb62f5bd24e");
     }
 
     #[test]
     fn secret_hashes_raw_bytes_like_a_configmap_with_the_same_text() {
-        assert_eq!(
-            secret(Some(&bytes(&[("key", "value")]))).to_string(),
-            "dc30e0faa89a70dec1033016a2309bbeb9efcbd0"
-        );
+        assert_eq!(secret(Some(&bytes(&[("key", "value")]))).to_string(), "dc30e0faa89a70dec1033016a2309bbeb9efcbd0");
         assert_eq!(
             secret(Some(&bytes(&[("a", "1"), ("b", "2")]))).to_string(),
             "f83e99e324ba68ccc373a58ef1eb42f8ab88646a"
@@ -187,20 +156,14 @@ mod tests {
 
     #[test]
     fn delete_marker_matches_upstream() {
-        assert_eq!(
-            ContentHash::delete_marker().to_string(),
-            "aae45badef99284e4dae01d6046154ea9d99532f"
-        );
+        assert_eq!(ContentHash::delete_marker().to_string(), "aae45badef99284e4dae01d6046154ea9d99532f");
     }
 
     #[test]
     fn spc_hash_includes_class_name_and_sorts_entries() {
         let a = secret_provider_class("spc", [("b", "2"), ("a", "1")]);
-        let expected = ContentHash::of_entries(vec![
-            b"SecretProviderClassName=spc".to_vec(),
-            b"a=1".to_vec(),
-            b"b=2".to_vec(),
-        ]);
+        let expected =
+            ContentHash::of_entries(vec![b"SecretProviderClassName=spc".to_vec(), b"a=1".to_vec(), b"b=2".to_vec()]);
         assert_eq!(a, expected);
         assert_ne!(a, secret_provider_class("other", [("a", "1"), ("b", "2")]));
     }
@@ -209,14 +172,8 @@ mod tests {
     fn hex_round_trips_and_rejects_garbage() {
         let h = configmap(Some(&map(&[("key", "value")])), None);
         assert_eq!(ContentHash::parse_hex(&h.to_string()), Some(h));
-        assert_eq!(
-            ContentHash::parse_hex("DC30E0FAA89A70DEC1033016A2309BBEB9EFCBD0"),
-            Some(h)
-        );
+        assert_eq!(ContentHash::parse_hex("DC30E0FAA89A70DEC1033016A2309BBEB9EFCBD0"), Some(h));
         assert_eq!(ContentHash::parse_hex("xyz"), None);
-        assert_eq!(
-            ContentHash::parse_hex("zc30e0faa89a70dec1033016a2309bbeb9efcbd0"),
-            None
-        );
+        assert_eq!(ContentHash::parse_hex("zc30e0faa89a70dec1033016a2309bbeb9efcbd0"), None);
     }
 }

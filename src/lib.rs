@@ -5,8 +5,10 @@
 //! [`strategy`]. Imperative shell: [`index`], [`controller`], [`workload`].
 
 pub mod annotations;
+pub mod config;
 pub mod constants;
 pub mod decision;
+pub mod duration;
 pub mod hash;
 pub mod references;
 pub mod resource;

@@ -59,19 +59,12 @@ pub fn config_uses(spec: &PodSpec) -> Vec<ConfigUse> {
             names.insert((kind, name));
         }
     }
-    for c in spec
-        .containers
-        .iter()
-        .chain(spec.init_containers.iter().flatten())
-    {
+    for c in spec.containers.iter().chain(spec.init_containers.iter().flatten()) {
         for (kind, name, _) in env_sources(c) {
             names.insert((kind, name));
         }
     }
-    names
-        .into_iter()
-        .filter_map(|(kind, name)| find_use(spec, kind, name))
-        .collect()
+    names.into_iter().filter_map(|(kind, name)| find_use(spec, kind, name)).collect()
 }
 
 /// Upstream v1 lookup for one resource: volume first, then env; containers before init containers.
@@ -88,10 +81,7 @@ fn find_use(spec: &PodSpec, kind: ConfigKind, name: &str) -> Option<ConfigUse> {
 
     // 1. The first volume whose source names the resource, then the first container mounting it.
     let volume = spec.volumes.iter().flatten().find_map(|v| {
-        volume_sources(v)
-            .into_iter()
-            .find(|(k, n, _)| *k == kind && *n == name)
-            .map(|(_, _, via)| (v, via))
+        volume_sources(v).into_iter().find(|(k, n, _)| *k == kind && *n == name).map(|(_, _, via)| (v, via))
     });
     if let Some((volume, via)) = volume {
         if let Some(c) = spec.containers.iter().find(|c| mounts(c, &volume.name)) {
@@ -102,17 +92,9 @@ fn find_use(spec: &PodSpec, kind: ConfigKind, name: &str) -> Option<ConfigUse> {
         }
     }
     // 2. The first container with an env reference; init containers map to the first container.
-    let env_via = |c: &Container| {
-        env_sources(c)
-            .into_iter()
-            .find(|(k, n, _)| *k == kind && *n == name)
-            .map(|(_, _, via)| via)
-    };
-    if let Some((c, via)) = spec
-        .containers
-        .iter()
-        .find_map(|c| env_via(c).map(|via| (c, via)))
-    {
+    let env_via =
+        |c: &Container| env_sources(c).into_iter().find(|(k, n, _)| *k == kind && *n == name).map(|(_, _, via)| via);
+    if let Some((c, via)) = spec.containers.iter().find_map(|c| env_via(c).map(|via| (c, via))) {
         return Some(make(c.name.clone(), via, false));
     }
     if let Some(via) = init.iter().find_map(env_via) {
@@ -135,27 +117,16 @@ fn volume_sources(v: &Volume) -> Vec<(ConfigKind, &str, Via)> {
     }
     for src in v.projected.iter().flat_map(|p| p.sources.iter().flatten()) {
         if let Some(cm) = &src.config_map {
-            out.push((
-                ConfigKind::ConfigMap,
-                cm.name.as_str(),
-                Via::ProjectedVolume,
-            ));
+            out.push((ConfigKind::ConfigMap, cm.name.as_str(), Via::ProjectedVolume));
         }
         if let Some(s) = &src.secret {
             out.push((ConfigKind::Secret, s.name.as_str(), Via::ProjectedVolume));
         }
     }
-    if let Some(spc) = v
-        .csi
-        .as_ref()
-        .and_then(|c| c.volume_attributes.as_ref())
-        .and_then(|a| a.get("secretProviderClass"))
+    if let Some(spc) =
+        v.csi.as_ref().and_then(|c| c.volume_attributes.as_ref()).and_then(|a| a.get("secretProviderClass"))
     {
-        out.push((
-            ConfigKind::SecretProviderClass,
-            spc.as_str(),
-            Via::CsiVolume,
-        ));
+        out.push((ConfigKind::SecretProviderClass, spc.as_str(), Via::CsiVolume));
     }
     out
 }
@@ -191,10 +162,7 @@ mod tests {
     }
 
     fn uses(json: serde_json::Value) -> Vec<(ConfigKind, String, String, Via, bool)> {
-        config_uses(&spec(json))
-            .into_iter()
-            .map(|u| (u.kind, u.name, u.container, u.via, u.init_container))
-            .collect()
+        config_uses(&spec(json)).into_iter().map(|u| (u.kind, u.name, u.container, u.via, u.init_container)).collect()
     }
 
     #[test]
@@ -213,41 +181,11 @@ mod tests {
         assert_eq!(
             got,
             vec![
-                (
-                    ConfigKind::ConfigMap,
-                    "cm-env".into(),
-                    "a".into(),
-                    Via::EnvValueFrom,
-                    false
-                ),
-                (
-                    ConfigKind::ConfigMap,
-                    "cm-proj".into(),
-                    "b".into(),
-                    Via::ProjectedVolume,
-                    false
-                ),
-                (
-                    ConfigKind::ConfigMap,
-                    "cm-vol".into(),
-                    "b".into(),
-                    Via::Volume,
-                    false
-                ),
-                (
-                    ConfigKind::Secret,
-                    "sec-envfrom".into(),
-                    "b".into(),
-                    Via::EnvFrom,
-                    false
-                ),
-                (
-                    ConfigKind::Secret,
-                    "sec-proj".into(),
-                    "b".into(),
-                    Via::ProjectedVolume,
-                    false
-                ),
+                (ConfigKind::ConfigMap, "cm-env".into(), "a".into(), Via::EnvValueFrom, false),
+                (ConfigKind::ConfigMap, "cm-proj".into(), "b".into(), Via::ProjectedVolume, false),
+                (ConfigKind::ConfigMap, "cm-vol".into(), "b".into(), Via::Volume, false),
+                (ConfigKind::Secret, "sec-envfrom".into(), "b".into(), Via::EnvFrom, false),
+                (ConfigKind::Secret, "sec-proj".into(), "b".into(), Via::ProjectedVolume, false),
             ]
         );
     }
@@ -263,20 +201,8 @@ mod tests {
         assert_eq!(
             got,
             vec![
-                (
-                    ConfigKind::ConfigMap,
-                    "cm".into(),
-                    "main".into(),
-                    Via::EnvFrom,
-                    true
-                ),
-                (
-                    ConfigKind::Secret,
-                    "sec".into(),
-                    "main".into(),
-                    Via::Volume,
-                    true
-                ),
+                (ConfigKind::ConfigMap, "cm".into(), "main".into(), Via::EnvFrom, true),
+                (ConfigKind::Secret, "sec".into(), "main".into(), Via::Volume, true),
             ]
         );
     }
@@ -300,16 +226,7 @@ mod tests {
             ],
             "volumes": [{"name": "v", "configMap": {"name": "cm"}}]
         }));
-        assert_eq!(
-            got,
-            vec![(
-                ConfigKind::ConfigMap,
-                "cm".into(),
-                "mounter".into(),
-                Via::Volume,
-                false
-            )]
-        );
+        assert_eq!(got, vec![(ConfigKind::ConfigMap, "cm".into(), "mounter".into(), Via::Volume, false)]);
     }
 
     #[test]
@@ -318,16 +235,7 @@ mod tests {
             "containers": [{"name": "main", "volumeMounts": [{"name": "s", "mountPath": "/mnt"}]}],
             "volumes": [{"name": "s", "csi": {"driver": "secrets-store.csi.k8s.io", "volumeAttributes": {"secretProviderClass": "spc"}}}]
         }));
-        assert_eq!(
-            got,
-            vec![(
-                ConfigKind::SecretProviderClass,
-                "spc".into(),
-                "main".into(),
-                Via::CsiVolume,
-                false
-            )]
-        );
+        assert_eq!(got, vec![(ConfigKind::SecretProviderClass, "spc".into(), "main".into(), Via::CsiVolume, false)]);
     }
 
     #[test]

@@ -75,11 +75,7 @@ pub fn sanitise_env_name(name: &str) -> String {
 
 /// `STAKATER_<SANITISED NAME>_<TYPE>`, the env var the env-vars strategy writes (upstream `getEnvVarName`).
 pub fn env_var_name(kind: ConfigKind, name: &str) -> String {
-    format!(
-        "{ENV_VAR_PREFIX}{}_{}",
-        sanitise_env_name(name),
-        kind.upstream_type()
-    )
+    format!("{ENV_VAR_PREFIX}{}_{}", sanitise_env_name(name), kind.upstream_type())
 }
 
 #[cfg(test)]
@@ -89,18 +85,9 @@ mod tests {
     #[test]
     fn env_var_names_match_upstream_examples() {
         assert_eq!(sanitise_env_name("www.stakater.com"), "WWW_STAKATER_COM");
-        assert_eq!(
-            env_var_name(ConfigKind::ConfigMap, "my-config"),
-            "STAKATER_MY_CONFIG_CONFIGMAP"
-        );
-        assert_eq!(
-            env_var_name(ConfigKind::Secret, "db.creds"),
-            "STAKATER_DB_CREDS_SECRET"
-        );
-        assert_eq!(
-            env_var_name(ConfigKind::SecretProviderClass, "my-spc"),
-            "STAKATER_MY_SPC_SECRETPROVIDERCLASS"
-        );
+        assert_eq!(env_var_name(ConfigKind::ConfigMap, "my-config"), "STAKATER_MY_CONFIG_CONFIGMAP");
+        assert_eq!(env_var_name(ConfigKind::Secret, "db.creds"), "STAKATER_DB_CREDS_SECRET");
+        assert_eq!(env_var_name(ConfigKind::SecretProviderClass, "my-spc"), "STAKATER_MY_SPC_SECRETPROVIDERCLASS");
     }
 
     #[test]
@@ -117,14 +104,8 @@ mod tests {
 
     #[test]
     fn kinds_parse_from_both_upstream_spellings() {
-        assert_eq!(
-            ConfigKind::from_upstream("CONFIGMAP"),
-            Some(ConfigKind::ConfigMap)
-        );
-        assert_eq!(
-            ConfigKind::from_upstream("secret"),
-            Some(ConfigKind::Secret)
-        );
+        assert_eq!(ConfigKind::from_upstream("CONFIGMAP"), Some(ConfigKind::ConfigMap));
+        assert_eq!(ConfigKind::from_upstream("secret"), Some(ConfigKind::Secret));
         assert_eq!(ConfigKind::from_upstream("pod"), None);
     }
 }

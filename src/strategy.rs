@@ -55,23 +55,18 @@ struct ReloadSourceV1<'a> {
 /// The pod-template fragment (`{"metadata":…}` or `{"spec":…}`) that records `changes`. Env vars are grouped
 /// per container so a strategic merge patch (containers merged by name, env by name) writes them all at once.
 /// The annotations strategy stores one source only (upstream's shape); it records the last change.
-pub fn template_patch(
-    strategy: ReloadStrategy,
-    changes: &[TemplateChange],
-    now_unix: i64,
-) -> Value {
+pub fn template_patch(strategy: ReloadStrategy, changes: &[TemplateChange], now_unix: i64) -> Value {
     match strategy {
         ReloadStrategy::EnvVars => {
             let mut per_container: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
             for c in changes {
-                per_container.entry(c.container.as_str()).or_default().push(
-                    json!({"name": env_var_name(c.kind, &c.name), "value": c.hash.to_string()}),
-                );
+                per_container
+                    .entry(c.container.as_str())
+                    .or_default()
+                    .push(json!({"name": env_var_name(c.kind, &c.name), "value": c.hash.to_string()}));
             }
-            let containers: Vec<Value> = per_container
-                .into_iter()
-                .map(|(name, env)| json!({"name": name, "env": env}))
-                .collect();
+            let containers: Vec<Value> =
+                per_container.into_iter().map(|(name, env)| json!({"name": name, "env": env})).collect();
             json!({"spec": {"containers": containers}})
         }
         ReloadStrategy::Annotations => {
@@ -106,11 +101,7 @@ struct LastReloadedFrom {
 /// Parses a `last-reloaded-from` value in either upstream shape.
 pub fn parse_last_reloaded_from(text: &str) -> Option<(ConfigKind, String, ContentHash)> {
     let v: LastReloadedFrom = serde_json::from_str(text).ok()?;
-    Some((
-        ConfigKind::from_upstream(&v.type_)?,
-        v.name,
-        ContentHash::parse_hex(&v.hash)?,
-    ))
+    Some((ConfigKind::from_upstream(&v.type_)?, v.name, ContentHash::parse_hex(&v.hash)?))
 }
 
 #[cfg(test)]
@@ -132,11 +123,7 @@ mod tests {
 
     #[test]
     fn env_vars_patch_matches_upstreams_strategic_merge_shape() {
-        let p = template_patch(
-            ReloadStrategy::EnvVars,
-            &[change(ConfigKind::ConfigMap, "my-config", "app", H1)],
-            0,
-        );
+        let p = template_patch(ReloadStrategy::EnvVars, &[change(ConfigKind::ConfigMap, "my-config", "app", H1)], 0);
         assert_eq!(
             p,
             json!({"spec": {"containers": [{"name": "app", "env": [{"name": "STAKATER_MY_CONFIG_CONFIGMAP", "value": H1}]}]}})
@@ -165,18 +152,12 @@ mod tests {
 
     #[test]
     fn annotations_patch_is_upstream_v1_json_in_field_order() {
-        let p = template_patch(
-            ReloadStrategy::Annotations,
-            &[change(ConfigKind::Secret, "db", "app", H1)],
-            1_700_000_000,
-        );
+        let p =
+            template_patch(ReloadStrategy::Annotations, &[change(ConfigKind::Secret, "db", "app", H1)], 1_700_000_000);
         let expected = format!(
             r#"{{"type":"SECRET","name":"db","namespace":"ns","hash":"{H1}","containerRefs":["app"],"observedAt":1700000000}}"#
         );
-        assert_eq!(
-            p,
-            json!({"metadata": {"annotations": {LAST_RELOADED_FROM: expected}}})
-        );
+        assert_eq!(p, json!({"metadata": {"annotations": {LAST_RELOADED_FROM: expected}}}));
     }
 
     #[test]
@@ -189,19 +170,11 @@ mod tests {
         );
         assert_eq!(
             parse_last_reloaded_from(&v1),
-            Some((
-                ConfigKind::ConfigMap,
-                "a".into(),
-                ContentHash::parse_hex(H1).expect("hex")
-            ))
+            Some((ConfigKind::ConfigMap, "a".into(), ContentHash::parse_hex(H1).expect("hex")))
         );
         assert_eq!(
             parse_last_reloaded_from(&v2),
-            Some((
-                ConfigKind::Secret,
-                "b".into(),
-                ContentHash::parse_hex(H2).expect("hex")
-            ))
+            Some((ConfigKind::Secret, "b".into(), ContentHash::parse_hex(H2).expect("hex")))
         );
         assert_eq!(parse_last_reloaded_from("not json"), None);
         assert_eq!(

@@ -19,14 +19,9 @@ pub fn ensure_built() -> Result<PathBuf, Error> {
         .stdin(Stdio::null())
         .stderr(Stdio::inherit())
         .output()
-        .map_err(|source| Error::Spawn {
-            program: script.clone(),
-            source,
-        })?;
+        .map_err(|source| Error::Spawn { program: script.clone(), source })?;
     if !out.status.success() {
-        return Err(Error::Build {
-            status: out.status.to_string(),
-        });
+        return Err(Error::Build { status: out.status.to_string() });
     }
     let stdout = String::from_utf8_lossy(&out.stdout);
     let dir = stdout.lines().last().unwrap_or_default().trim();

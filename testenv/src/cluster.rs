@@ -51,17 +51,9 @@ pub struct ControlPlane {
 const KWOK_NODE_ANNOTATION: (&str, &str) = ("kwok.x-k8s.io/node", "fake");
 
 fn free_port() -> Result<u16, Error> {
-    let listener = TcpListener::bind("127.0.0.1:0").map_err(|source| Error::Io {
-        path: "127.0.0.1:0".into(),
-        source,
-    })?;
-    listener
-        .local_addr()
-        .map(|a| a.port())
-        .map_err(|source| Error::Io {
-            path: "127.0.0.1:0".into(),
-            source,
-        })
+    let listener =
+        TcpListener::bind("127.0.0.1:0").map_err(|source| Error::Io { path: "127.0.0.1:0".into(), source })?;
+    listener.local_addr().map(|a| a.port()).map_err(|source| Error::Io { path: "127.0.0.1:0".into(), source })
 }
 
 fn s(p: &Path) -> String {
@@ -74,16 +66,10 @@ impl ControlPlane {
         let started = Instant::now();
         let state = &opts.state_dir;
         if state.exists() {
-            std::fs::remove_dir_all(state).map_err(|source| Error::Io {
-                path: state.clone(),
-                source,
-            })?;
+            std::fs::remove_dir_all(state).map_err(|source| Error::Io { path: state.clone(), source })?;
         }
         let log_dir = state.join("logs");
-        std::fs::create_dir_all(&log_dir).map_err(|source| Error::Io {
-            path: log_dir.clone(),
-            source,
-        })?;
+        std::fs::create_dir_all(&log_dir).map_err(|source| Error::Io { path: log_dir.clone(), source })?;
         let (ca, pki) = CertificateAuthority::generate(&state.join("pki"))?;
         let (etcd_port, peer_port, api_port) = (free_port()?, free_port()?, free_port()?);
         let server = format!("https://127.0.0.1:{api_port}");
@@ -91,22 +77,12 @@ impl ControlPlane {
         let admin = ca.client_cert("admin", &["system:masters"])?;
         crate::kubeconfig::write(&kubeconfig, &server, &ca.ca_pem(), "admin", &admin)?;
 
-        let mut cp = Self {
-            components: Vec::new(),
-            ca,
-            kubeconfig,
-            server,
-            log_dir,
-            bin_dir: opts.bin_dir.clone(),
-        };
+        let mut cp = Self { components: Vec::new(), ca, kubeconfig, server, log_dir, bin_dir: opts.bin_dir.clone() };
         let result = cp.boot(opts, &pki, state, etcd_port, peer_port).await;
         if let Err(e) = result {
             let logs = cp.log_tails(40);
             cp.stop().await;
-            return Err(Error::NotReady {
-                what: e.to_string(),
-                logs,
-            });
+            return Err(Error::NotReady { what: e.to_string(), logs });
         }
         tracing::info!(elapsed = ?started.elapsed(), kubeconfig = %cp.kubeconfig.display(), "control plane ready");
         Ok(cp)
@@ -143,12 +119,7 @@ impl ControlPlane {
         )?;
         self.wait_tcp(etcd_port, deadline, "etcd").await?;
 
-        let api_port = self
-            .server
-            .rsplit(':')
-            .next()
-            .unwrap_or_default()
-            .to_owned();
+        let api_port = self.server.rsplit(':').next().unwrap_or_default().to_owned();
         self.spawn(
             "kube-apiserver",
             &bin.join("kube-apiserver"),
@@ -227,19 +198,11 @@ impl ControlPlane {
         self.wait_nodes_ready(&client, opts.nodes, deadline).await
     }
 
-    fn spawn(
-        &mut self,
-        name: &'static str,
-        program: &Path,
-        args: Vec<String>,
-    ) -> Result<(), Error> {
+    fn spawn(&mut self, name: &'static str, program: &Path, args: Vec<String>) -> Result<(), Error> {
         if !program.exists() {
-            return Err(Error::MissingBinary {
-                path: program.to_owned(),
-            });
+            return Err(Error::MissingBinary { path: program.to_owned() });
         }
-        self.components
-            .push(Component::spawn(name, program, &args, &self.log_dir)?);
+        self.components.push(Component::spawn(name, program, &args, &self.log_dir)?);
         Ok(())
     }
 
@@ -247,11 +210,7 @@ impl ControlPlane {
     fn check_alive(&mut self) -> Result<(), Error> {
         for c in &mut self.components {
             if let Some(status) = c.exited() {
-                return Err(Error::Exited {
-                    name: c.name,
-                    status: status.to_string(),
-                    log: c.log.clone(),
-                });
+                return Err(Error::Exited { name: c.name, status: status.to_string(), log: c.log.clone() });
             }
         }
         Ok(())
@@ -260,16 +219,11 @@ impl ControlPlane {
     async fn wait_tcp(&mut self, port: u16, deadline: Instant, what: &str) -> Result<(), Error> {
         loop {
             self.check_alive()?;
-            if tokio::net::TcpStream::connect(("127.0.0.1", port))
-                .await
-                .is_ok()
-            {
+            if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
                 return Ok(());
             }
             if Instant::now() > deadline {
-                return Err(Error::Timeout {
-                    what: format!("{what} listening on 127.0.0.1:{port}"),
-                });
+                return Err(Error::Timeout { what: format!("{what} listening on 127.0.0.1:{port}") });
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
@@ -278,18 +232,15 @@ impl ControlPlane {
     async fn wait_ready(&mut self, client: &Client, deadline: Instant) -> Result<(), Error> {
         loop {
             self.check_alive()?;
-            let req = http::Request::get("/readyz")
-                .body(Vec::new())
-                .map_err(|e| Error::Kube(kube::Error::HttpError(e)))?;
+            let req =
+                http::Request::get("/readyz").body(Vec::new()).map_err(|e| Error::Kube(kube::Error::HttpError(e)))?;
             let last = match client.request_text(req).await {
                 Ok(body) if body.trim() == "ok" => return Ok(()),
                 Ok(body) => body,
                 Err(e) => e.to_string(),
             };
             if Instant::now() > deadline {
-                return Err(Error::Timeout {
-                    what: format!("kube-apiserver /readyz (last answer: {last})"),
-                });
+                return Err(Error::Timeout { what: format!("kube-apiserver /readyz (last answer: {last})") });
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
@@ -314,20 +265,12 @@ impl ControlPlane {
                 },
             }))
             .map_err(Error::Json)?;
-            nodes
-                .create(&PostParams::default(), &node)
-                .await
-                .map_err(Error::Kube)?;
+            nodes.create(&PostParams::default(), &node).await.map_err(Error::Kube)?;
         }
         Ok(())
     }
 
-    async fn wait_nodes_ready(
-        &mut self,
-        client: &Client,
-        count: usize,
-        deadline: Instant,
-    ) -> Result<(), Error> {
+    async fn wait_nodes_ready(&mut self, client: &Client, count: usize, deadline: Instant) -> Result<(), Error> {
         let nodes: Api<Node> = Api::all(client.clone());
         loop {
             self.check_alive()?;
@@ -337,9 +280,7 @@ impl ControlPlane {
                 return Ok(());
             }
             if Instant::now() > deadline {
-                return Err(Error::Timeout {
-                    what: format!("{count} KWOK nodes Ready (saw {ready})"),
-                });
+                return Err(Error::Timeout { what: format!("{count} KWOK nodes Ready (saw {ready})") });
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
@@ -351,12 +292,7 @@ impl ControlPlane {
     }
 
     /// Writes a kubeconfig for another user (client certificate signed by the cluster CA).
-    pub fn write_user_kubeconfig(
-        &self,
-        path: &Path,
-        user: &str,
-        groups: &[&str],
-    ) -> Result<(), Error> {
+    pub fn write_user_kubeconfig(&self, path: &Path, user: &str, groups: &[&str]) -> Result<(), Error> {
         let cert = self.ca.client_cert(user, groups)?;
         crate::kubeconfig::write(path, &self.server, &self.ca.ca_pem(), user, &cert)
     }
@@ -365,11 +301,7 @@ impl ControlPlane {
     pub fn log_tails(&self, lines: usize) -> String {
         let mut out = String::new();
         for c in &self.components {
-            out.push_str(&format!(
-                "----- {} (last {lines} lines of {}) -----\n",
-                c.name,
-                c.log.display()
-            ));
+            out.push_str(&format!("----- {} (last {lines} lines of {}) -----\n", c.name, c.log.display()));
             out.push_str(&tail(&c.log, lines));
             out.push('\n');
         }
@@ -378,10 +310,7 @@ impl ControlPlane {
 
     /// Process ids of the running components.
     pub fn pids(&self) -> Vec<(&'static str, u32)> {
-        self.components
-            .iter()
-            .filter_map(|c| c.id().map(|id| (c.name, id)))
-            .collect()
+        self.components.iter().filter_map(|c| c.id().map(|id| (c.name, id))).collect()
     }
 
     /// Kills every component, newest first.
@@ -401,15 +330,10 @@ fn node_ready(node: &Node) -> bool {
 
 /// A client for a kubeconfig file.
 pub async fn client_from_kubeconfig(path: &Path) -> Result<Client, Error> {
-    let kc = Kubeconfig::read_from(path).map_err(|e| Error::Kubeconfig {
-        path: path.to_owned(),
-        message: e.to_string(),
-    })?;
+    let kc =
+        Kubeconfig::read_from(path).map_err(|e| Error::Kubeconfig { path: path.to_owned(), message: e.to_string() })?;
     let config = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
         .await
-        .map_err(|e| Error::Kubeconfig {
-            path: path.to_owned(),
-            message: e.to_string(),
-        })?;
+        .map_err(|e| Error::Kubeconfig { path: path.to_owned(), message: e.to_string() })?;
     Client::try_from(config).map_err(Error::Kube)
 }

@@ -62,21 +62,11 @@ impl TestNamespace {
     pub async fn create_with_labels(prefix: &str, labels: &[(&str, &str)]) -> Self {
         static SEQ: AtomicU32 = AtomicU32::new(0);
         let client = client().await;
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or_default();
-        let suffix = format!(
-            "{:x}{:x}{}",
-            std::process::id() % 4096,
-            nanos % 65536,
-            SEQ.fetch_add(1, Ordering::Relaxed)
-        );
-        let mut stem: String = prefix
-            .to_ascii_lowercase()
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-            .collect();
+        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or_default();
+        let suffix =
+            format!("{:x}{:x}{}", std::process::id() % 4096, nanos % 65536, SEQ.fetch_add(1, Ordering::Relaxed));
+        let mut stem: String =
+            prefix.to_ascii_lowercase().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
         stem.truncate(62 - suffix.len());
         let name = format!("{}-{suffix}", stem.trim_matches('-'));
         let mut all_labels = serde_json::Map::new();
@@ -114,17 +104,12 @@ impl Drop for TestNamespace {
         // Drop cannot await, and the test's runtime may be shutting down: delete from a thread with its own
         // runtime and client. Deletion is asynchronous in the cluster (KCM finalizes it); we only ask for it.
         let _ = std::thread::spawn(move || {
-            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            else {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
                 return;
             };
             rt.block_on(async {
                 let client = client().await;
-                let _ = Api::<Namespace>::all(client)
-                    .delete(&name, &DeleteParams::background())
-                    .await;
+                let _ = Api::<Namespace>::all(client).delete(&name, &DeleteParams::background()).await;
             });
         })
         .join();
@@ -161,10 +146,7 @@ where
     let start = Instant::now();
     while start.elapsed() < period {
         if let Err(seen) = probe().await {
-            panic!(
-                "expected {what} to hold for {period:?}, but after {:?}: {seen}",
-                start.elapsed()
-            );
+            panic!("expected {what} to hold for {period:?}, but after {:?}: {seen}", start.elapsed());
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

@@ -5,13 +5,7 @@ use std::path::Path;
 use crate::{Error, pki::ClientCert};
 
 /// Writes a kubeconfig with one cluster, user and context, all named `testenv`.
-pub fn write(
-    path: &Path,
-    server: &str,
-    ca_pem: &str,
-    user: &str,
-    cert: &ClientCert,
-) -> Result<(), Error> {
+pub fn write(path: &Path, server: &str, ca_pem: &str, user: &str, cert: &ClientCert) -> Result<(), Error> {
     let doc = serde_json::json!({
         "apiVersion": "v1",
         "kind": "Config",
@@ -27,10 +21,7 @@ pub fn write(
         "current-context": "testenv",
     });
     let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
-    std::fs::write(path, text).map_err(|source| Error::Io {
-        path: path.to_owned(),
-        source,
-    })
+    std::fs::write(path, text).map_err(|source| Error::Io { path: path.to_owned(), source })
 }
 
 fn b64(input: &[u8]) -> String {

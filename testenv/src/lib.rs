@@ -20,32 +20,19 @@ use std::path::PathBuf;
 pub enum Error {
     /// A file or socket operation failed.
     #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Io { path: PathBuf, source: std::io::Error },
     /// Certificate generation failed.
     #[error("generating {what}: {source}")]
-    Pki {
-        what: &'static str,
-        source: rcgen::Error,
-    },
+    Pki { what: &'static str, source: rcgen::Error },
     /// A component binary is missing.
     #[error("{path} does not exist; run testenv/build.sh")]
     MissingBinary { path: PathBuf },
     /// A process could not be started.
     #[error("starting {program}: {source}")]
-    Spawn {
-        program: PathBuf,
-        source: std::io::Error,
-    },
+    Spawn { program: PathBuf, source: std::io::Error },
     /// A component exited while it should be running.
     #[error("{name} exited ({status}); see {log}")]
-    Exited {
-        name: &'static str,
-        status: String,
-        log: PathBuf,
-    },
+    Exited { name: &'static str, status: String, log: PathBuf },
     /// A readiness wait ran out of time.
     #[error("timed out waiting for {what}")]
     Timeout { what: String },

@@ -52,16 +52,10 @@ struct StartArgs {
 }
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .init();
+    tracing_subscriber::fmt().with_writer(std::io::stderr).with_target(false).init();
     testenv::install_crypto_provider();
     // Current-thread runtime: children get PR_SET_PDEATHSIG for the spawning thread, which must outlive them.
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("testenv: cannot start a runtime: {e}");
@@ -112,10 +106,7 @@ async fn run(args: Args) -> Result<ExitCode, testenv::Error> {
 async fn start_plane(start: &StartArgs) -> Result<ControlPlane, testenv::Error> {
     let bin_dir = binaries::ensure_built()?;
     let state_dir = workspace_target().join("testenv").join(&start.name);
-    eprintln!(
-        "testenv: starting control plane '{}' ({} KWOK nodes)",
-        start.name, start.nodes
-    );
+    eprintln!("testenv: starting control plane '{}' ({} KWOK nodes)", start.name, start.nodes);
     let started = std::time::Instant::now();
     let cp = ControlPlane::start(&Options {
         bin_dir,
@@ -124,10 +115,7 @@ async fn start_plane(start: &StartArgs) -> Result<ControlPlane, testenv::Error> 
         ready_timeout: Duration::from_secs(120),
     })
     .await?;
-    eprintln!(
-        "testenv: control plane ready in {:.1}s",
-        started.elapsed().as_secs_f64()
-    );
+    eprintln!("testenv: control plane ready in {:.1}s", started.elapsed().as_secs_f64());
     Ok(cp)
 }
 
@@ -145,11 +133,7 @@ fn print_usage(cp: &ControlPlane) {
 fn workspace_target() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("..")
-                .join("target")
-        })
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").join("target"))
 }
 
 async fn wait_for_signal() {
@@ -165,27 +149,16 @@ async fn run_command(
     kubeconfig: &std::path::Path,
     cp: Option<&ControlPlane>,
 ) -> Result<ExitCode, testenv::Error> {
-    let (program, rest) = command
-        .split_first()
-        .ok_or_else(|| testenv::Error::Timeout {
-            what: "a command".into(),
-        })?;
+    let (program, rest) = command.split_first().ok_or_else(|| testenv::Error::Timeout { what: "a command".into() })?;
     let mut cmd = tokio::process::Command::new(program);
-    cmd.args(rest)
-        .env("KUBECONFIG", kubeconfig)
-        .env(KUBECONFIG_ENV, kubeconfig)
-        .kill_on_drop(true);
+    cmd.args(rest).env("KUBECONFIG", kubeconfig).env(KUBECONFIG_ENV, kubeconfig).kill_on_drop(true);
     if let Some(cp) = cp {
         let path = std::env::var_os("PATH").unwrap_or_default();
         let mut paths = vec![cp.bin_dir.clone()];
         paths.extend(std::env::split_paths(&path));
-        cmd.env("PATH", std::env::join_paths(paths).unwrap_or(path))
-            .env("TESTENV_BIN_DIR", &cp.bin_dir);
+        cmd.env("PATH", std::env::join_paths(paths).unwrap_or(path)).env("TESTENV_BIN_DIR", &cp.bin_dir);
     }
-    let mut child = cmd.spawn().map_err(|source| testenv::Error::Spawn {
-        program: program.into(),
-        source,
-    })?;
+    let mut child = cmd.spawn().map_err(|source| testenv::Error::Spawn { program: program.into(), source })?;
     let status = tokio::select! {
         s = child.wait() => s.ok(),
         _ = wait_for_signal() => {
@@ -199,11 +172,7 @@ async fn run_command(
     };
     let ok = status.is_some_and(|s| s.success());
     if !ok && let Some(cp) = cp {
-        eprintln!(
-            "testenv: `{}` failed; control-plane component logs:\n{}",
-            command.join(" "),
-            cp.log_tails(30)
-        );
+        eprintln!("testenv: `{}` failed; control-plane component logs:\n{}", command.join(" "), cp.log_tails(30));
     }
     let code = status.and_then(|s| s.code()).unwrap_or(1);
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))

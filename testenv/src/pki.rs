@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, DistinguishedName, DnType,
-    ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose,
+    BasicConstraints, CertificateParams, CertifiedIssuer, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
+    KeyPair, KeyUsagePurpose,
 };
 
 use crate::Error;
@@ -41,10 +41,7 @@ fn rc(what: &'static str) -> impl FnOnce(rcgen::Error) -> Error {
 }
 
 fn write(path: &Path, contents: &str) -> Result<(), Error> {
-    std::fs::write(path, contents).map_err(|source| Error::Io {
-        path: path.to_owned(),
-        source,
-    })
+    std::fs::write(path, contents).map_err(|source| Error::Io { path: path.to_owned(), source })
 }
 
 /// The CA, kept in memory so more client certificates can be issued (e.g. a dedicated user per benchmark run).
@@ -55,23 +52,15 @@ pub struct CertificateAuthority {
 impl CertificateAuthority {
     /// Generates the CA and every file of [`Pki`] in `dir`.
     pub fn generate(dir: &Path) -> Result<(Self, Pki), Error> {
-        std::fs::create_dir_all(dir).map_err(|source| Error::Io {
-            path: dir.to_owned(),
-            source,
-        })?;
-        let mut ca_params =
-            CertificateParams::new(Vec::<String>::new()).map_err(rc("CA params"))?;
+        std::fs::create_dir_all(dir).map_err(|source| Error::Io { path: dir.to_owned(), source })?;
+        let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(rc("CA params"))?;
         ca_params.distinguished_name = dn("reloader-testenv-ca", None);
         ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        ca_params.key_usages = vec![
-            KeyUsagePurpose::KeyCertSign,
-            KeyUsagePurpose::CrlSign,
-            KeyUsagePurpose::DigitalSignature,
-        ];
+        ca_params.key_usages =
+            vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
         let ca_key = KeyPair::generate().map_err(rc("CA key"))?;
         let ca_key_pem = ca_key.serialize_pem();
-        let issuer =
-            CertifiedIssuer::self_signed(ca_params, ca_key).map_err(rc("CA certificate"))?;
+        let issuer = CertifiedIssuer::self_signed(ca_params, ca_key).map_err(rc("CA certificate"))?;
 
         let mut serving = CertificateParams::new(vec![
             "127.0.0.1".to_owned(),
@@ -84,15 +73,10 @@ impl CertificateAuthority {
         ])
         .map_err(rc("serving params"))?;
         serving.distinguished_name = dn("kube-apiserver", None);
-        serving.key_usages = vec![
-            KeyUsagePurpose::DigitalSignature,
-            KeyUsagePurpose::KeyEncipherment,
-        ];
+        serving.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
         serving.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
         let serving_key = KeyPair::generate().map_err(rc("serving key"))?;
-        let serving_cert = serving
-            .signed_by(&serving_key, &issuer)
-            .map_err(rc("serving certificate"))?;
+        let serving_cert = serving.signed_by(&serving_key, &issuer).map_err(rc("serving certificate"))?;
 
         let sa = KeyPair::generate().map_err(rc("service-account key"))?;
 
@@ -115,22 +99,13 @@ impl CertificateAuthority {
 
     /// Issues a client certificate for `user` in `groups`.
     pub fn client_cert(&self, user: &str, groups: &[&str]) -> Result<ClientCert, Error> {
-        let mut params =
-            CertificateParams::new(Vec::<String>::new()).map_err(rc("client params"))?;
+        let mut params = CertificateParams::new(Vec::<String>::new()).map_err(rc("client params"))?;
         params.distinguished_name = dn(user, Some(groups));
-        params.key_usages = vec![
-            KeyUsagePurpose::DigitalSignature,
-            KeyUsagePurpose::KeyEncipherment,
-        ];
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
         let key = KeyPair::generate().map_err(rc("client key"))?;
-        let cert = params
-            .signed_by(&key, &self.issuer)
-            .map_err(rc("client certificate"))?;
-        Ok(ClientCert {
-            cert_pem: cert.pem(),
-            key_pem: key.serialize_pem(),
-        })
+        let cert = params.signed_by(&key, &self.issuer).map_err(rc("client certificate"))?;
+        Ok(ClientCert { cert_pem: cert.pem(), key_pem: key.serialize_pem() })
     }
 
     /// The CA certificate in PEM.

@@ -24,21 +24,10 @@ pub struct Component {
 
 impl Component {
     /// Starts `program args…` with stdout and stderr appended to `<log_dir>/<name>.log`.
-    pub fn spawn(
-        name: &'static str,
-        program: &Path,
-        args: &[String],
-        log_dir: &Path,
-    ) -> Result<Self, Error> {
+    pub fn spawn(name: &'static str, program: &Path, args: &[String], log_dir: &Path) -> Result<Self, Error> {
         let log = log_dir.join(format!("{name}.log"));
-        let file = std::fs::File::create(&log).map_err(|source| Error::Io {
-            path: log.clone(),
-            source,
-        })?;
-        let err = file.try_clone().map_err(|source| Error::Io {
-            path: log.clone(),
-            source,
-        })?;
+        let file = std::fs::File::create(&log).map_err(|source| Error::Io { path: log.clone(), source })?;
+        let err = file.try_clone().map_err(|source| Error::Io { path: log.clone(), source })?;
         let mut cmd = if Path::new(SETPRIV).exists() {
             let mut c = Command::new(SETPRIV);
             c.arg("--pdeathsig").arg("SIGKILL").arg("--").arg(program);
@@ -46,15 +35,8 @@ impl Component {
         } else {
             Command::new(program)
         };
-        cmd.args(args)
-            .stdin(Stdio::null())
-            .stdout(file)
-            .stderr(err)
-            .kill_on_drop(true);
-        let child = cmd.spawn().map_err(|source| Error::Spawn {
-            program: program.to_owned(),
-            source,
-        })?;
+        cmd.args(args).stdin(Stdio::null()).stdout(file).stderr(err).kill_on_drop(true);
+        let child = cmd.spawn().map_err(|source| Error::Spawn { program: program.to_owned(), source })?;
         Ok(Self { name, log, child })
     }
 

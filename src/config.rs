@@ -1,0 +1,288 @@
+//! Command-line flags (upstream v1 names; every flag also from an env var, upper-case with `_`, as upstream v2
+//! binds them) and their validation. Flags we add beyond upstream read `RELOADER_*` env vars so they cannot
+//! collide with unrelated variables. Invalid values exit with status 2 and name the flag and accepted values.
+
+use std::time::Duration;
+
+use clap::{ArgAction, Parser, ValueEnum};
+
+use crate::{annotations::AnnotationKeys, constants::annotation as default, strategy::ReloadStrategy};
+
+/// `--log-format`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines (upstream's default, selected by an empty value).
+    #[default]
+    #[value(name = "text", alias = "")]
+    Text,
+    /// One JSON object per line.
+    #[value(name = "json")]
+    Json,
+}
+
+/// `--log-level`: logrus level names (upstream v1), mapped onto tracing levels.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum LogLevel {
+    /// trace
+    Trace,
+    /// debug
+    Debug,
+    /// info (default)
+    #[default]
+    Info,
+    /// warning (alias warn)
+    #[value(alias = "warn")]
+    Warning,
+    /// error
+    Error,
+    /// fatal (logged as error)
+    Fatal,
+    /// panic (logged as error)
+    Panic,
+}
+
+impl LogLevel {
+    /// The tracing filter directive for this level.
+    pub fn directive(self) -> &'static str {
+        match self {
+            Self::Trace => "trace",
+            Self::Debug => "debug",
+            Self::Info => "info",
+            Self::Warning => "warn",
+            Self::Error | Self::Fatal | Self::Panic => "error",
+        }
+    }
+}
+
+/// Parses a boolean flag or env value: `true/false`, `1/0`, `yes/no` (any case). Upstream v1 compares some
+/// string flags with exactly `"true"`; v2 accepts these spellings, and anything else is an error here rather
+/// than a silent `false`.
+pub fn parse_bool(value: &str) -> Result<bool, String> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "t" => Ok(true),
+        "false" | "0" | "no" | "f" | "" => Ok(false),
+        _ => Err(format!("invalid boolean {value:?} [possible values: true, false]")),
+    }
+}
+
+fn parse_duration(value: &str) -> Result<Duration, String> {
+    crate::duration::parse_go_duration(value).map_err(|e| format!("{e} (a Go duration such as 500ms, 5s, 1m)"))
+}
+
+/// All flags.
+#[derive(Parser, Debug, Clone)]
+#[command(
+    name = "reloader",
+    version,
+    about = "Rolls out workloads when the ConfigMaps and Secrets they use change (Stakater Reloader compatible)"
+)]
+pub struct Args {
+    /// Reload every workload that uses a changed resource unless it opts out with `reloader.stakater.com/auto: "false"`.
+    #[arg(long, env = "AUTO_RELOAD_ALL", value_parser = parse_bool, num_args = 0..=1, require_equals = true,
+          default_value = "false", default_missing_value = "true", action = ArgAction::Set)]
+    pub auto_reload_all: bool,
+
+    /// How a reload is written: `env-vars` (STAKATER_* env var, default) or `annotations` (pod-template annotation).
+    #[arg(long, env = "RELOAD_STRATEGY", value_enum, default_value = "env-vars")]
+    pub reload_strategy: ReloadStrategy,
+
+    /// Log format: empty or `text` for text lines, `json` for JSON lines.
+    #[arg(long, env = "LOG_FORMAT", value_enum, default_value = "text", hide_default_value = true)]
+    pub log_format: LogFormat,
+
+    /// Log level: trace, debug, info, warning, error, fatal, panic.
+    #[arg(long, env = "LOG_LEVEL", value_enum, default_value = "info")]
+    pub log_level: LogLevel,
+
+    /// Watch only these namespaces (comma-separated, repeatable). Default: `KUBERNETES_NAMESPACE` if set, else all.
+    #[arg(long, env = "NAMESPACES", value_delimiter = ',', action = ArgAction::Append)]
+    pub namespaces: Vec<String>,
+
+    /// Single-namespace mode (upstream v1: set by the chart when `watchGlobally=false`).
+    #[arg(long = "kubernetes-namespace", env = "KUBERNETES_NAMESPACE", hide = true)]
+    pub kubernetes_namespace: Option<String>,
+
+    /// Number of workloads patched concurrently.
+    #[arg(long, env = "RELOADER_WORKERS", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..))]
+    pub workers: u16,
+
+    /// Upper bound of the retry backoff for failed patches.
+    #[arg(long, env = "RELOADER_MAX_RETRY_BACKOFF", default_value = "30s", value_parser = parse_duration)]
+    pub max_retry_backoff: Duration,
+
+    #[command(flatten)]
+    pub annotations: AnnotationArgs,
+}
+
+/// Annotation key overrides (upstream v1 flags, plus v2's exclude and SecretProviderClass ones).
+#[derive(clap::Args, Debug, Clone)]
+pub struct AnnotationArgs {
+    /// Auto annotation key.
+    #[arg(long, env = "AUTO_ANNOTATION", default_value = default::AUTO)]
+    pub auto_annotation: String,
+    /// ConfigMap typed-auto annotation key.
+    #[arg(long, env = "CONFIGMAP_AUTO_ANNOTATION", default_value = default::CONFIGMAP_AUTO)]
+    pub configmap_auto_annotation: String,
+    /// Secret typed-auto annotation key.
+    #[arg(long, env = "SECRET_AUTO_ANNOTATION", default_value = default::SECRET_AUTO)]
+    pub secret_auto_annotation: String,
+    /// SecretProviderClass typed-auto annotation key.
+    #[arg(long, env = "SECRETPROVIDERCLASS_AUTO_ANNOTATION", default_value = default::SECRETPROVIDERCLASS_AUTO)]
+    pub secretproviderclass_auto_annotation: String,
+    /// ConfigMap named-list annotation key.
+    #[arg(long, env = "CONFIGMAP_ANNOTATION", default_value = default::CONFIGMAP_RELOAD)]
+    pub configmap_annotation: String,
+    /// Secret named-list annotation key.
+    #[arg(long, env = "SECRET_ANNOTATION", default_value = default::SECRET_RELOAD)]
+    pub secret_annotation: String,
+    /// SecretProviderClass named-list annotation key.
+    #[arg(long, env = "SECRETPROVIDERCLASS_ANNOTATION", default_value = default::SECRETPROVIDERCLASS_RELOAD)]
+    pub secretproviderclass_annotation: String,
+    /// ConfigMap exclude-list annotation key.
+    #[arg(long, env = "CONFIGMAP_EXCLUDE_ANNOTATION", default_value = default::CONFIGMAP_EXCLUDE)]
+    pub configmap_exclude_annotation: String,
+    /// Secret exclude-list annotation key.
+    #[arg(long, env = "SECRET_EXCLUDE_ANNOTATION", default_value = default::SECRET_EXCLUDE)]
+    pub secret_exclude_annotation: String,
+    /// SecretProviderClass exclude-list annotation key.
+    #[arg(long, env = "SECRETPROVIDERCLASS_EXCLUDE_ANNOTATION", default_value = default::SECRETPROVIDERCLASS_EXCLUDE)]
+    pub secretproviderclass_exclude_annotation: String,
+    /// Search annotation key (on workloads).
+    #[arg(long, env = "AUTO_SEARCH_ANNOTATION", default_value = default::SEARCH)]
+    pub auto_search_annotation: String,
+    /// Match annotation key (on resources).
+    #[arg(long, env = "SEARCH_MATCH_ANNOTATION", default_value = default::MATCH)]
+    pub search_match_annotation: String,
+    /// Ignore annotation key (on resources).
+    #[arg(long, env = "IGNORE_ANNOTATION", default_value = default::IGNORE)]
+    pub ignore_annotation: String,
+    /// Pause-period annotation key (on Deployments).
+    #[arg(long, env = "PAUSE_DEPLOYMENT_ANNOTATION", default_value = default::PAUSE_PERIOD)]
+    pub pause_deployment_annotation: String,
+    /// Paused-at annotation key (written on Deployments).
+    #[arg(long, env = "PAUSE_DEPLOYMENT_TIME_ANNOTATION", default_value = default::PAUSED_AT)]
+    pub pause_deployment_time_annotation: String,
+}
+
+impl AnnotationArgs {
+    /// The keys in use.
+    pub fn keys(&self) -> AnnotationKeys {
+        AnnotationKeys {
+            auto: self.auto_annotation.clone(),
+            typed_auto: [
+                self.configmap_auto_annotation.clone(),
+                self.secret_auto_annotation.clone(),
+                self.secretproviderclass_auto_annotation.clone(),
+            ],
+            named: [
+                self.configmap_annotation.clone(),
+                self.secret_annotation.clone(),
+                self.secretproviderclass_annotation.clone(),
+            ],
+            exclude: [
+                self.configmap_exclude_annotation.clone(),
+                self.secret_exclude_annotation.clone(),
+                self.secretproviderclass_exclude_annotation.clone(),
+            ],
+            search: self.auto_search_annotation.clone(),
+            matches: self.search_match_annotation.clone(),
+            ignore: self.ignore_annotation.clone(),
+            pause_period: self.pause_deployment_annotation.clone(),
+            paused_at: self.pause_deployment_time_annotation.clone(),
+        }
+    }
+}
+
+/// Which namespaces are watched.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WatchScope {
+    /// All namespaces.
+    All,
+    /// Exactly these.
+    Namespaces(Vec<String>),
+}
+
+impl Args {
+    /// Upstream precedence: `--namespaces`, then `KUBERNETES_NAMESPACE`, then all namespaces.
+    pub fn watch_scope(&self) -> WatchScope {
+        let listed: Vec<String> =
+            self.namespaces.iter().map(|n| n.trim().to_owned()).filter(|n| !n.is_empty()).collect();
+        if !listed.is_empty() {
+            return WatchScope::Namespaces(listed);
+        }
+        match self.kubernetes_namespace.as_deref().map(str::trim) {
+            Some(ns) if !ns.is_empty() => WatchScope::Namespaces(vec![ns.to_owned()]),
+            _ => WatchScope::All,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Args, clap::Error> {
+        Args::try_parse_from(std::iter::once("reloader").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn defaults_match_upstream() {
+        let a = parse(&[]).expect("defaults parse");
+        assert!(!a.auto_reload_all);
+        assert_eq!(a.reload_strategy, ReloadStrategy::EnvVars);
+        assert_eq!(a.log_level, LogLevel::Info);
+        assert_eq!(a.annotations.keys(), AnnotationKeys::default());
+    }
+
+    #[test]
+    fn bool_flags_take_bare_or_explicit_values() {
+        assert!(parse(&["--auto-reload-all"]).expect("bare").auto_reload_all);
+        assert!(parse(&["--auto-reload-all=true"]).expect("=true").auto_reload_all);
+        assert!(!parse(&["--auto-reload-all=false"]).expect("=false").auto_reload_all);
+        let err = parse(&["--auto-reload-all=maybe"]).expect_err("invalid bool");
+        assert_eq!(err.exit_code(), 2);
+        assert!(err.to_string().contains("--auto-reload-all"), "{err}");
+    }
+
+    #[test]
+    fn invalid_strategy_exits_2_naming_flag_and_values() {
+        let err = parse(&["--reload-strategy=rolling"]).expect_err("invalid");
+        assert_eq!(err.exit_code(), 2);
+        let text = err.to_string();
+        assert!(
+            text.contains("--reload-strategy") && text.contains("env-vars") && text.contains("annotations"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn unknown_flags_exit_2() {
+        assert_eq!(parse(&["--no-such-flag"]).expect_err("unknown").exit_code(), 2);
+    }
+
+    #[test]
+    fn log_flags_accept_upstream_spellings() {
+        let a = parse(&["--log-format=json", "--log-level=warning"]).expect("parse");
+        assert_eq!((a.log_format, a.log_level), (LogFormat::Json, LogLevel::Warning));
+        assert_eq!(parse(&["--log-format="]).expect("empty format").log_format, LogFormat::Text);
+        assert_eq!(parse(&["--log-level=warn"]).expect("warn").log_level, LogLevel::Warning);
+        assert_eq!(parse(&["--log-level=loud"]).expect_err("bad level").exit_code(), 2);
+    }
+
+    #[test]
+    fn annotation_keys_are_overridable() {
+        let a = parse(&["--auto-annotation=example.com/auto", "--configmap-annotation=example.com/cm"]).expect("parse");
+        let keys = a.annotations.keys();
+        assert_eq!(keys.auto, "example.com/auto");
+        assert_eq!(keys.named[0], "example.com/cm");
+    }
+
+    #[test]
+    fn namespaces_win_over_kubernetes_namespace() {
+        let a = parse(&["--namespaces=a, b", "--namespaces=c", "--kubernetes-namespace=x"]).expect("parse");
+        assert_eq!(a.watch_scope(), WatchScope::Namespaces(vec!["a".into(), "b".into(), "c".into()]));
+        let a = parse(&["--kubernetes-namespace=x"]).expect("parse");
+        assert_eq!(a.watch_scope(), WatchScope::Namespaces(vec!["x".into()]));
+        assert_eq!(parse(&[]).expect("parse").watch_scope(), WatchScope::All);
+    }
+}

@@ -1,0 +1,13 @@
+//! apps/v1 DaemonSet: the pod template at `spec.template`, patched with a strategic merge patch (upstream v1).
+
+use k8s_openapi::api::{apps::v1::DaemonSet, core::v1::PodTemplateSpec};
+
+use super::{WorkloadKind, WorkloadObject};
+
+impl WorkloadObject for DaemonSet {
+    const KIND: WorkloadKind = WorkloadKind::DaemonSet;
+
+    fn pod_template(&self) -> Option<&PodTemplateSpec> {
+        self.spec.as_ref().map(|s| &s.template)
+    }
+}

@@ -1,0 +1,13 @@
+//! apps/v1 StatefulSet: the pod template at `spec.template`, patched with a strategic merge patch (upstream v1).
+
+use k8s_openapi::api::{apps::v1::StatefulSet, core::v1::PodTemplateSpec};
+
+use super::{WorkloadKind, WorkloadObject};
+
+impl WorkloadObject for StatefulSet {
+    const KIND: WorkloadKind = WorkloadKind::StatefulSet;
+
+    fn pod_template(&self) -> Option<&PodTemplateSpec> {
+        self.spec.as_ref().map(|s| &s.template)
+    }
+}
