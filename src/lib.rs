@@ -10,6 +10,8 @@ pub mod constants;
 pub mod decision;
 pub mod duration;
 pub mod hash;
+pub mod index;
 pub mod references;
 pub mod resource;
 pub mod strategy;
+pub mod workload;

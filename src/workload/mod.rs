@@ -66,7 +66,13 @@ impl fmt::Display for WorkloadKey {
 
 /// A typed workload object the controller watches.
 pub trait WorkloadObject:
-    Resource<Scope = NamespaceResourceScope, DynamicType = ()> + Clone + DeserializeOwned + fmt::Debug + Send + Sync + 'static
+    Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+    + Clone
+    + DeserializeOwned
+    + fmt::Debug
+    + Send
+    + Sync
+    + 'static
 {
     /// Its kind.
     const KIND: WorkloadKind;
@@ -134,7 +140,11 @@ pub async fn patch_template(client: &Client, key: &WorkloadKey, template_fragmen
     }
 }
 
-async fn strategic_patch<K: WorkloadObject>(client: &Client, key: &WorkloadKey, body: &Value) -> Result<(), kube::Error> {
+async fn strategic_patch<K: WorkloadObject>(
+    client: &Client,
+    key: &WorkloadKey,
+    body: &Value,
+) -> Result<(), kube::Error> {
     let api: Api<K> = Api::namespaced(client.clone(), &key.namespace);
     let params = PatchParams { field_manager: Some(FIELD_MANAGER.into()), ..PatchParams::default() };
     api.patch(&key.name, &params, &Patch::Strategic(body)).await.map(|_| ())
