@@ -6,6 +6,7 @@
 
 pub mod annotations;
 pub mod config;
+pub mod controller;
 pub mod constants;
 pub mod decision;
 pub mod duration;

@@ -1,0 +1,293 @@
+//! The imperative shell: watches → index → work queue → one patch per reload.
+//!
+//! One task applies watch observations to the [`Index`] and queues the workloads a change concerns; workers
+//! take workloads off the [`WorkQueue`], ask the index what they must be reloaded for, and send one patch.
+//! Nothing is queued until every watch has finished its first list; then every workload is reconciled once,
+//! which applies changes made while the controller was down and restarts nothing else.
+
+mod queue;
+mod watch;
+
+use std::{
+    collections::{HashMap, HashSet},
+    sync::{Arc, Mutex, MutexGuard, PoisonError},
+    time::{Duration, Instant},
+};
+
+use futures::StreamExt;
+use kube::Client;
+use tokio::sync::watch as signal;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, error, info, warn};
+
+pub use queue::WorkQueue;
+pub use watch::{Observed, Source, StreamInfo};
+
+use crate::{
+    annotations::AnnotationKeys,
+    config::WatchScope,
+    decision::DecisionSettings,
+    index::{ConfigKey, ConfigUpdate, Index, PlannedReload},
+    strategy::{ReloadStrategy, TemplateChange, template_patch},
+    workload::{WorkloadKey, patch_template},
+};
+
+/// What the controller needs to know from the flags.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// Watched namespaces.
+    pub scope: WatchScope,
+    /// Annotation keys.
+    pub keys: Arc<AnnotationKeys>,
+    /// `--reload-strategy`.
+    pub strategy: ReloadStrategy,
+    /// Decision settings (`--auto-reload-all`).
+    pub decisions: DecisionSettings,
+    /// Concurrent patches.
+    pub workers: usize,
+    /// Retry backoff cap.
+    pub max_backoff: Duration,
+}
+
+/// Errors of one reconcile.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The patch was rejected or could not be sent.
+    #[error("patching {workload} for {resources}: {source}")]
+    Patch {
+        /// The workload.
+        workload: String,
+        /// The resources it was reloaded for.
+        resources: String,
+        /// The API error.
+        #[source]
+        source: kube::Error,
+    },
+}
+
+impl Error {
+    /// Conflicts, throttling, server errors and transport failures are retried; other API errors are not.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Self::Patch { source: kube::Error::Api(status), .. } => matches!(status.code, 409 | 429) || status.code >= 500,
+            Self::Patch { .. } => true,
+        }
+    }
+}
+
+struct Context {
+    client: Client,
+    settings: Settings,
+    index: Mutex<Index>,
+    queue: WorkQueue<WorkloadKey>,
+}
+
+impl Context {
+    fn index(&self) -> MutexGuard<'_, Index> {
+        self.index.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// A running controller's readiness: true once every watch has listed and the first reconcile is queued.
+pub type Ready = signal::Receiver<bool>;
+
+/// Runs the controller until `shutdown` is cancelled; in-flight patches finish before it returns.
+pub async fn run(client: Client, settings: Settings, shutdown: CancellationToken, ready: signal::Sender<bool>) {
+    let (infos, observations) = watch::observe(&client, &settings.scope, settings.keys.clone());
+    let queue = WorkQueue::new(Duration::from_millis(100), settings.max_backoff);
+    let ctx = Arc::new(Context { client, settings, index: Mutex::new(Index::default()), queue });
+    let workers: Vec<_> = (0..ctx.settings.workers.max(1)).map(|_| tokio::spawn(worker(ctx.clone()))).collect();
+    info!(
+        scope = ?ctx.settings.scope,
+        strategy = ?ctx.settings.strategy,
+        auto_reload_all = ctx.settings.decisions.auto_reload_all,
+        "Starting Reloader"
+    );
+    let mut observer = Observer::new(ctx.clone(), infos, ready);
+    let mut observations = observations;
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => break,
+            next = observations.next() => match next {
+                Some(o) => observer.apply(o),
+                None => break,
+            },
+        }
+    }
+    info!("shutting down: finishing in-flight reloads");
+    ctx.queue.shut_down();
+    for w in workers {
+        let _ = w.await;
+    }
+}
+
+/// Applies observations to the index and queues work.
+struct Observer {
+    ctx: Arc<Context>,
+    infos: Vec<StreamInfo>,
+    listed: Vec<bool>,
+    seen_configs: HashMap<usize, HashSet<ConfigKey>>,
+    seen_workloads: HashMap<usize, HashSet<WorkloadKey>>,
+    synced: bool,
+    ready: signal::Sender<bool>,
+}
+
+impl Observer {
+    fn new(ctx: Arc<Context>, infos: Vec<StreamInfo>, ready: signal::Sender<bool>) -> Self {
+        let listed = vec![false; infos.len()];
+        Self { ctx, infos, listed, seen_configs: HashMap::new(), seen_workloads: HashMap::new(), synced: false, ready }
+    }
+
+    fn apply(&mut self, o: Observed) {
+        let now = Instant::now();
+        match o {
+            Observed::ListStarted(id) => {
+                self.seen_configs.insert(id, HashSet::new());
+                self.seen_workloads.insert(id, HashSet::new());
+            }
+            Observed::ListDone(id) => self.list_done(id),
+            Observed::Config { stream, mut key, facts, listed } => {
+                let mut index = self.ctx.index();
+                key.namespace = index.intern(&key.namespace);
+                if listed {
+                    self.seen_configs.entry(stream).or_default().insert(key.clone());
+                }
+                let update = index.upsert_config(key.clone(), facts);
+                debug!(resource = %key, ?update, "observed");
+                if let ConfigUpdate::Changed { .. } = update
+                    && self.synced
+                {
+                    for w in index.candidates(&key) {
+                        self.ctx.queue.add(w, now);
+                    }
+                }
+            }
+            Observed::ConfigDeleted(key) => {
+                self.ctx.index().remove_config(&key);
+            }
+            Observed::Workload { stream, mut key, summary, listed } => {
+                let mut index = self.ctx.index();
+                key.namespace = index.intern(&key.namespace);
+                if listed {
+                    self.seen_workloads.entry(stream).or_default().insert(key.clone());
+                }
+                let update = index.upsert_workload(key.clone(), *summary);
+                drop(index);
+                for p in &update.new_problems {
+                    warn!(namespace = %key.namespace, workload = %key.name, kind = %key.kind, annotation = %p.key,
+                          value = %p.value, "Skipping invalid reload annotation: {}", p.message);
+                }
+                if update.relevant && self.synced {
+                    self.ctx.queue.add(key, now);
+                }
+            }
+            Observed::WorkloadDeleted(key) => {
+                self.ctx.index().delete_workload(&key);
+            }
+            Observed::Error { stream, message } => {
+                let info = &self.infos[stream];
+                warn!(source = ?info.source, namespace = ?info.namespace, "watch failed, retrying with backoff: {message}");
+            }
+        }
+    }
+
+    /// After a (re)list: forget what the list no longer contains; after the first complete sync, reconcile all.
+    fn list_done(&mut self, id: usize) {
+        let info = &self.infos[id];
+        let ns = info.namespace.as_deref();
+        let mut index = self.ctx.index();
+        match info.source {
+            Source::Config(kind) => {
+                let seen = self.seen_configs.remove(&id).unwrap_or_default();
+                for key in index.configs_of(kind, ns) {
+                    if !seen.contains(&key) {
+                        index.remove_config(&key);
+                    }
+                }
+            }
+            Source::Workload(kind) => {
+                let seen = self.seen_workloads.remove(&id).unwrap_or_default();
+                for key in index.workloads_of(kind, ns) {
+                    if !seen.contains(&key) {
+                        index.delete_workload(&key);
+                    }
+                }
+            }
+        }
+        self.listed[id] = true;
+        if !self.synced && self.listed.iter().all(|l| *l) {
+            self.synced = true;
+            let (configs, workloads) = index.sizes();
+            info!(configs, workloads, "all watches synced; reconciling every workload once");
+            let now = Instant::now();
+            for key in index.workload_keys() {
+                self.ctx.queue.add(key, now);
+            }
+            let _ = self.ready.send(true);
+        } else if self.synced {
+            // A relist after a lost watch: reconcile everything again; unchanged workloads cost no request.
+            let now = Instant::now();
+            for key in index.workload_keys() {
+                self.ctx.queue.add(key, now);
+            }
+        }
+    }
+}
+
+async fn worker(ctx: Arc<Context>) {
+    while let Some((key, triggered)) = ctx.queue.next().await {
+        match reconcile(&ctx, &key, triggered).await {
+            Ok(()) => ctx.queue.done(&key),
+            Err(e) if e.is_transient() => {
+                let (attempt, delay) = ctx.queue.retry(&key, triggered);
+                warn!(namespace = %key.namespace, workload = %key.name, kind = %key.kind, attempt, ?delay, "reload failed, retrying: {e}");
+            }
+            Err(e) => {
+                error!(namespace = %key.namespace, workload = %key.name, kind = %key.kind, "Rolling upgrade failed, not retrying: {e}");
+                ctx.queue.forget(&key);
+            }
+        }
+    }
+}
+
+async fn reconcile(ctx: &Context, key: &WorkloadKey, triggered: Instant) -> Result<(), Error> {
+    let reloads = ctx.index().plan(key, ctx.settings.decisions);
+    if reloads.is_empty() {
+        return Ok(());
+    }
+    let changes: Vec<TemplateChange> = reloads.iter().map(|r| template_change(r)).collect();
+    let now = jiff::Timestamp::now().as_second();
+    let fragment = template_patch(ctx.settings.strategy, &changes, now);
+    match patch_template(&ctx.client, key, fragment).await {
+        Ok(()) => {}
+        Err(kube::Error::Api(status)) if status.code == 404 => {
+            debug!(workload = %key, "workload is gone; nothing to reload");
+            return Ok(());
+        }
+        Err(source) => {
+            let resources = reloads.iter().map(|r| r.config.to_string()).collect::<Vec<_>>().join(", ");
+            return Err(Error::Patch { workload: key.to_string(), resources, source });
+        }
+    }
+    ctx.index().mark_applied(key, &reloads);
+    let latency_ms = triggered.elapsed().as_secs_f64() * 1000.0;
+    for r in &reloads {
+        info!(
+            namespace = %key.namespace, workload = %key.name, kind = %key.kind,
+            config = %r.config.name, config_kind = %r.config.kind, reason = %r.reason, latency_ms,
+            "Changes detected in '{}' of type '{}' in namespace '{}'; updated '{}' of type '{}' in namespace '{}'",
+            r.config.name, r.config.kind.upstream_type(), r.config.namespace, key.name, key.kind, key.namespace
+        );
+    }
+    Ok(())
+}
+
+fn template_change(r: &PlannedReload) -> TemplateChange {
+    TemplateChange {
+        kind: r.config.kind,
+        name: r.config.name.clone(),
+        namespace: r.config.namespace.to_string(),
+        hash: r.hash,
+        container: r.container.clone(),
+    }
+}

@@ -1,0 +1,205 @@
+//! A deduplicating work queue with client-go semantics: a key waits in the queue at most once, is processed by
+//! at most one worker at a time, and a key added while in flight is processed again afterwards. Failed keys
+//! come back after an exponential backoff. Each entry remembers when it was first triggered, for latency.
+
+use std::{
+    collections::{HashMap, HashSet, VecDeque},
+    hash::Hash,
+    sync::{Arc, Mutex, PoisonError},
+    time::{Duration, Instant},
+};
+
+use tokio::sync::Notify;
+
+struct State<K> {
+    queue: VecDeque<K>,
+    /// Keys waiting in `queue` or to be re-queued after their in-flight run, with their first trigger time.
+    waiting: HashMap<K, Instant>,
+    in_flight: HashSet<K>,
+    failures: HashMap<K, u32>,
+    closed: bool,
+}
+
+/// The queue. Cheap to clone.
+pub struct WorkQueue<K> {
+    state: Arc<Mutex<State<K>>>,
+    notify: Arc<Notify>,
+    base_backoff: Duration,
+    max_backoff: Duration,
+}
+
+impl<K> Clone for WorkQueue<K> {
+    fn clone(&self) -> Self {
+        Self { state: self.state.clone(), notify: self.notify.clone(), base_backoff: self.base_backoff, max_backoff: self.max_backoff }
+    }
+}
+
+impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
+    /// A queue whose retries back off from `base_backoff`, doubling, up to `max_backoff`.
+    pub fn new(base_backoff: Duration, max_backoff: Duration) -> Self {
+        let state = State { queue: VecDeque::new(), waiting: HashMap::new(), in_flight: HashSet::new(), failures: HashMap::new(), closed: false };
+        Self { state: Arc::new(Mutex::new(state)), notify: Arc::new(Notify::new()), base_backoff, max_backoff }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State<K>> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Adds `key`, triggered at `at`. No-op if it is already waiting (the earliest trigger time is kept).
+    pub fn add(&self, key: K, at: Instant) {
+        let mut s = self.lock();
+        if s.closed {
+            return;
+        }
+        if let Some(t) = s.waiting.get_mut(&key) {
+            *t = (*t).min(at);
+            return;
+        }
+        s.waiting.insert(key.clone(), at);
+        if !s.in_flight.contains(&key) {
+            s.queue.push_back(key);
+            drop(s);
+            self.notify.notify_one();
+        }
+    }
+
+    /// Waits for the next key; `None` once the queue is shut down and empty.
+    pub async fn next(&self) -> Option<(K, Instant)> {
+        loop {
+            let notified = self.notify.notified();
+            {
+                let mut s = self.lock();
+                if let Some(key) = s.queue.pop_front() {
+                    let at = s.waiting.remove(&key).unwrap_or_else(Instant::now);
+                    s.in_flight.insert(key.clone());
+                    if !s.queue.is_empty() {
+                        self.notify.notify_one();
+                    }
+                    return Some((key, at));
+                }
+                if s.closed {
+                    self.notify.notify_one();
+                    return None;
+                }
+            }
+            notified.await;
+        }
+    }
+
+    /// Marks `key` processed successfully: its failure count resets; if re-added meanwhile, it is queued.
+    pub fn done(&self, key: &K) {
+        let mut s = self.lock();
+        s.failures.remove(key);
+        self.finish(s, key);
+    }
+
+    /// Marks `key` failed: it is re-added after its backoff. Returns the attempt number and the delay.
+    pub fn retry(&self, key: &K, first_trigger: Instant) -> (u32, Duration) {
+        let mut s = self.lock();
+        let attempts = s.failures.entry(key.clone()).or_insert(0);
+        *attempts += 1;
+        let attempt = *attempts;
+        let delay = self.base_backoff.saturating_mul(1u32 << attempt.saturating_sub(1).min(16)).min(self.max_backoff);
+        self.finish(s, key);
+        let queue = self.clone();
+        let key = key.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            queue.add(key, first_trigger);
+        });
+        (attempt, delay)
+    }
+
+    /// Marks `key` processed without retrying and forgets its failures (a permanent error).
+    pub fn forget(&self, key: &K) {
+        self.done(key);
+    }
+
+    fn finish(&self, mut s: std::sync::MutexGuard<'_, State<K>>, key: &K) {
+        s.in_flight.remove(key);
+        if s.waiting.contains_key(key) {
+            s.queue.push_back(key.clone());
+            drop(s);
+            self.notify.notify_one();
+        }
+    }
+
+    /// Keys waiting (not in flight).
+    pub fn len(&self) -> usize {
+        self.lock().queue.len()
+    }
+
+    /// True when nothing waits.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Stops accepting keys; workers drain what is queued, then `next` returns `None`.
+    pub fn shut_down(&self) {
+        self.lock().closed = true;
+        self.notify.notify_waiters();
+        self.notify.notify_one();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn queue() -> WorkQueue<&'static str> {
+        WorkQueue::new(Duration::from_millis(10), Duration::from_millis(40))
+    }
+
+    #[tokio::test]
+    async fn duplicates_collapse_and_keep_the_earliest_trigger() {
+        let q = queue();
+        let t0 = Instant::now();
+        q.add("a", t0 + Duration::from_millis(5));
+        q.add("a", t0);
+        q.add("b", t0);
+        assert_eq!(q.len(), 2);
+        assert_eq!(q.next().await, Some(("a", t0)));
+        assert_eq!(q.next().await.map(|(k, _)| k), Some("b"));
+        assert!(q.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_key_added_while_in_flight_runs_again_after_done() {
+        let q = queue();
+        q.add("a", Instant::now());
+        let (k, _) = q.next().await.expect("a");
+        q.add("a", Instant::now());
+        assert!(q.is_empty(), "not handed to a second worker while in flight");
+        q.done(&k);
+        assert_eq!(q.next().await.map(|(k, _)| k), Some("a"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn retries_back_off_exponentially_up_to_the_cap() {
+        let q = queue();
+        let t0 = Instant::now();
+        q.add("a", t0);
+        let mut delays = Vec::new();
+        for _ in 0..4 {
+            let (k, at) = q.next().await.expect("a");
+            assert_eq!(at, t0, "the first trigger time survives retries");
+            delays.push(q.retry(&k, at).1);
+        }
+        assert_eq!(delays, [10, 20, 40, 40].map(Duration::from_millis));
+        let (k, _) = q.next().await.expect("a again");
+        q.done(&k);
+        q.add("a", t0);
+        let (k, at) = q.next().await.expect("a");
+        assert_eq!(q.retry(&k, at).1, Duration::from_millis(10), "success resets the backoff");
+    }
+
+    #[tokio::test]
+    async fn shut_down_drains_then_ends() {
+        let q = queue();
+        q.add("a", Instant::now());
+        q.shut_down();
+        q.add("b", Instant::now());
+        assert_eq!(q.next().await.map(|(k, _)| k), Some("a"));
+        assert_eq!(q.next().await, None);
+    }
+}

@@ -1,0 +1,195 @@
+//! Watches turned into one stream of index observations. Objects are summarised as they arrive (a content
+//! hash for resources, references and annotations for workloads) and dropped: no reflector store of full
+//! objects is kept.
+
+use std::sync::Arc;
+
+use futures::{Stream, StreamExt, stream::BoxStream};
+use k8s_openapi::{
+    NamespaceResourceScope,
+    api::{
+        apps::v1::{DaemonSet, Deployment, StatefulSet},
+        core::v1::{ConfigMap, Secret},
+    },
+};
+use kube::{
+    Api, Client, Resource, ResourceExt,
+    runtime::{WatchStreamExt, watcher},
+};
+use serde::de::DeserializeOwned;
+
+use crate::{
+    annotations::AnnotationKeys,
+    config::WatchScope,
+    constants::{SECRET_FIELD_SELECTOR, TRUE},
+    hash,
+    index::{ConfigFacts, ConfigKey},
+    resource::ConfigKind,
+    workload::{WorkloadKey, WorkloadKind, WorkloadObject, WorkloadSummary, summarise},
+};
+
+/// What one watch stream covers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// A resource kind.
+    Config(ConfigKind),
+    /// A workload kind.
+    Workload(WorkloadKind),
+}
+
+/// A watch stream: its kind and namespace (`None` = all namespaces).
+#[derive(Clone, Debug)]
+pub struct StreamInfo {
+    /// What it watches.
+    pub source: Source,
+    /// Where.
+    pub namespace: Option<String>,
+}
+
+/// One observation from a watch, already summarised.
+#[derive(Debug)]
+pub enum Observed {
+    /// A (re)list started on stream `usize`.
+    ListStarted(usize),
+    /// A (re)list finished on stream `usize`: anything of this stream not seen since `ListStarted` is gone.
+    ListDone(usize),
+    /// A resource exists with these facts (`listed`: part of a (re)list).
+    Config { stream: usize, key: ConfigKey, facts: ConfigFacts, listed: bool },
+    /// A resource was deleted.
+    ConfigDeleted(ConfigKey),
+    /// A workload exists.
+    Workload { stream: usize, key: WorkloadKey, summary: Box<WorkloadSummary>, listed: bool },
+    /// A workload was deleted.
+    WorkloadDeleted(WorkloadKey),
+    /// The watch failed; it retries with backoff.
+    Error { stream: usize, message: String },
+}
+
+/// Every kind watched, per namespace in scope.
+const SOURCES: [Source; 5] = [
+    Source::Config(ConfigKind::ConfigMap),
+    Source::Config(ConfigKind::Secret),
+    Source::Workload(WorkloadKind::Deployment),
+    Source::Workload(WorkloadKind::StatefulSet),
+    Source::Workload(WorkloadKind::DaemonSet),
+];
+
+/// Builds every watch stream for `scope` and merges them.
+pub fn observe(client: &Client, scope: &WatchScope, keys: Arc<AnnotationKeys>) -> (Vec<StreamInfo>, BoxStream<'static, Observed>) {
+    let namespaces: Vec<Option<String>> = match scope {
+        WatchScope::All => vec![None],
+        WatchScope::Namespaces(list) => list.iter().cloned().map(Some).collect(),
+    };
+    let mut infos = Vec::new();
+    let mut streams: Vec<BoxStream<'static, Observed>> = Vec::new();
+    for ns in namespaces {
+        for source in SOURCES {
+            let id = streams.len();
+            let keys = keys.clone();
+            let stream = match source {
+                Source::Config(ConfigKind::Secret) => {
+                    let cfg = watcher::Config::default().fields(SECRET_FIELD_SELECTOR);
+                    config_stream(api::<Secret>(client, &ns), cfg, id, keys, secret_facts)
+                }
+                Source::Config(_) => {
+                    config_stream(api::<ConfigMap>(client, &ns), watcher::Config::default(), id, keys, configmap_facts)
+                }
+                Source::Workload(WorkloadKind::Deployment) => workload_stream::<Deployment>(api(client, &ns), id, keys),
+                Source::Workload(WorkloadKind::StatefulSet) => workload_stream::<StatefulSet>(api(client, &ns), id, keys),
+                Source::Workload(WorkloadKind::DaemonSet) => workload_stream::<DaemonSet>(api(client, &ns), id, keys),
+            };
+            infos.push(StreamInfo { source, namespace: ns.clone() });
+            streams.push(stream);
+        }
+    }
+    (infos, futures::stream::select_all(streams).boxed())
+}
+
+fn api<K>(client: &Client, namespace: &Option<String>) -> Api<K>
+where
+    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>,
+{
+    match namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    }
+}
+
+type FactsFn<K> = fn(&K, &AnnotationKeys) -> Option<(ConfigKey, ConfigFacts)>;
+
+fn flags(obj: &impl Resource, keys: &AnnotationKeys) -> (bool, bool) {
+    let a = obj.meta().annotations.as_ref();
+    let is = |k: &str| a.and_then(|a| a.get(k)).is_some_and(|v| v == TRUE);
+    (is(&keys.ignore), is(&keys.matches))
+}
+
+fn config_key(kind: ConfigKind, obj: &impl Resource) -> Option<ConfigKey> {
+    Some(ConfigKey { kind, namespace: obj.meta().namespace.as_deref()?.into(), name: obj.meta().name.clone()? })
+}
+
+fn configmap_facts(cm: &ConfigMap, keys: &AnnotationKeys) -> Option<(ConfigKey, ConfigFacts)> {
+    let (ignored, matched) = flags(cm, keys);
+    let hash = hash::configmap(cm.data.as_ref(), cm.binary_data.as_ref());
+    Some((config_key(ConfigKind::ConfigMap, cm)?, ConfigFacts { hash, ignored, matched }))
+}
+
+fn secret_facts(s: &Secret, keys: &AnnotationKeys) -> Option<(ConfigKey, ConfigFacts)> {
+    let (ignored, matched) = flags(s, keys);
+    Some((config_key(ConfigKind::Secret, s)?, ConfigFacts { hash: hash::secret(s.data.as_ref()), ignored, matched }))
+}
+
+fn config_stream<K>(
+    api: Api<K>,
+    cfg: watcher::Config,
+    id: usize,
+    keys: Arc<AnnotationKeys>,
+    facts: FactsFn<K>,
+) -> BoxStream<'static, Observed>
+where
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
+    K::DynamicType: Default,
+{
+    translate(
+        watcher(api, cfg).default_backoff(),
+        id,
+        move |obj: K, listed| facts(&obj, &keys).map(|(key, facts)| Observed::Config { stream: id, key, facts, listed }),
+        move |obj: K| {
+            let kind = if K::kind(&Default::default()) == "Secret" { ConfigKind::Secret } else { ConfigKind::ConfigMap };
+            config_key(kind, &obj).map(Observed::ConfigDeleted)
+        },
+    )
+}
+
+fn workload_stream<K: WorkloadObject>(api: Api<K>, id: usize, keys: Arc<AnnotationKeys>) -> BoxStream<'static, Observed> {
+    translate(
+        watcher(api, watcher::Config::default()).default_backoff(),
+        id,
+        move |obj: K, listed| summarise(&obj, &keys).map(|(key, s)| Observed::Workload { stream: id, key, summary: Box::new(s), listed }),
+        |obj: K| {
+            let namespace = obj.namespace()?;
+            Some(Observed::WorkloadDeleted(WorkloadKey { kind: K::KIND, namespace: namespace.into(), name: obj.name_any() }))
+        },
+    )
+}
+
+fn translate<K, S, A, D>(stream: S, id: usize, applied: A, deleted: D) -> BoxStream<'static, Observed>
+where
+    K: Send + 'static,
+    S: Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static,
+    A: Fn(K, bool) -> Option<Observed> + Send + 'static,
+    D: Fn(K) -> Option<Observed> + Send + 'static,
+{
+    stream
+        .filter_map(move |res| {
+            let out = match res {
+                Ok(watcher::Event::Init) => Some(Observed::ListStarted(id)),
+                Ok(watcher::Event::InitDone) => Some(Observed::ListDone(id)),
+                Ok(watcher::Event::InitApply(obj)) => applied(obj, true),
+                Ok(watcher::Event::Apply(obj)) => applied(obj, false),
+                Ok(watcher::Event::Delete(obj)) => deleted(obj),
+                Err(e) => Some(Observed::Error { stream: id, message: e.to_string() }),
+            };
+            futures::future::ready(out)
+        })
+        .boxed()
+}
