@@ -6,8 +6,8 @@
 
 pub mod annotations;
 pub mod config;
-pub mod controller;
 pub mod constants;
+pub mod controller;
 pub mod decision;
 pub mod duration;
 pub mod hash;

@@ -26,8 +26,9 @@ async fn main() -> ExitCode {
 }
 
 fn init_logging(args: &Args) {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("RELOADER_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("{},kube_client=warn", args.log_level.directive())));
+    let filter = tracing_subscriber::EnvFilter::try_from_env("RELOADER_LOG").unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new(format!("{},kube_client=warn", args.log_level.directive()))
+    });
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stdout());
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_target(false).with_ansi(ansi);
     match args.log_format {

@@ -69,7 +69,9 @@ impl Error {
     /// Conflicts, throttling, server errors and transport failures are retried; other API errors are not.
     pub fn is_transient(&self) -> bool {
         match self {
-            Self::Patch { source: kube::Error::Api(status), .. } => matches!(status.code, 409 | 429) || status.code >= 500,
+            Self::Patch { source: kube::Error::Api(status), .. } => {
+                matches!(status.code, 409 | 429) || status.code >= 500
+            }
             Self::Patch { .. } => true,
         }
     }
@@ -255,7 +257,7 @@ async fn reconcile(ctx: &Context, key: &WorkloadKey, triggered: Instant) -> Resu
     if reloads.is_empty() {
         return Ok(());
     }
-    let changes: Vec<TemplateChange> = reloads.iter().map(|r| template_change(r)).collect();
+    let changes: Vec<TemplateChange> = reloads.iter().map(template_change).collect();
     let now = jiff::Timestamp::now().as_second();
     let fragment = template_patch(ctx.settings.strategy, &changes, now);
     match patch_template(&ctx.client, key, fragment).await {

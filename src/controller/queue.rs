@@ -30,14 +30,25 @@ pub struct WorkQueue<K> {
 
 impl<K> Clone for WorkQueue<K> {
     fn clone(&self) -> Self {
-        Self { state: self.state.clone(), notify: self.notify.clone(), base_backoff: self.base_backoff, max_backoff: self.max_backoff }
+        Self {
+            state: self.state.clone(),
+            notify: self.notify.clone(),
+            base_backoff: self.base_backoff,
+            max_backoff: self.max_backoff,
+        }
     }
 }
 
 impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
     /// A queue whose retries back off from `base_backoff`, doubling, up to `max_backoff`.
     pub fn new(base_backoff: Duration, max_backoff: Duration) -> Self {
-        let state = State { queue: VecDeque::new(), waiting: HashMap::new(), in_flight: HashSet::new(), failures: HashMap::new(), closed: false };
+        let state = State {
+            queue: VecDeque::new(),
+            waiting: HashMap::new(),
+            in_flight: HashSet::new(),
+            failures: HashMap::new(),
+            closed: false,
+        };
         Self { state: Arc::new(Mutex::new(state)), notify: Arc::new(Notify::new()), base_backoff, max_backoff }
     }
 

@@ -75,7 +75,11 @@ const SOURCES: [Source; 5] = [
 ];
 
 /// Builds every watch stream for `scope` and merges them.
-pub fn observe(client: &Client, scope: &WatchScope, keys: Arc<AnnotationKeys>) -> (Vec<StreamInfo>, BoxStream<'static, Observed>) {
+pub fn observe(
+    client: &Client,
+    scope: &WatchScope,
+    keys: Arc<AnnotationKeys>,
+) -> (Vec<StreamInfo>, BoxStream<'static, Observed>) {
     let namespaces: Vec<Option<String>> = match scope {
         WatchScope::All => vec![None],
         WatchScope::Namespaces(list) => list.iter().cloned().map(Some).collect(),
@@ -95,7 +99,9 @@ pub fn observe(client: &Client, scope: &WatchScope, keys: Arc<AnnotationKeys>) -
                     config_stream(api::<ConfigMap>(client, &ns), watcher::Config::default(), id, keys, configmap_facts)
                 }
                 Source::Workload(WorkloadKind::Deployment) => workload_stream::<Deployment>(api(client, &ns), id, keys),
-                Source::Workload(WorkloadKind::StatefulSet) => workload_stream::<StatefulSet>(api(client, &ns), id, keys),
+                Source::Workload(WorkloadKind::StatefulSet) => {
+                    workload_stream::<StatefulSet>(api(client, &ns), id, keys)
+                }
                 Source::Workload(WorkloadKind::DaemonSet) => workload_stream::<DaemonSet>(api(client, &ns), id, keys),
             };
             infos.push(StreamInfo { source, namespace: ns.clone() });
@@ -152,22 +158,35 @@ where
     translate(
         watcher(api, cfg).default_backoff(),
         id,
-        move |obj: K, listed| facts(&obj, &keys).map(|(key, facts)| Observed::Config { stream: id, key, facts, listed }),
+        move |obj: K, listed| {
+            facts(&obj, &keys).map(|(key, facts)| Observed::Config { stream: id, key, facts, listed })
+        },
         move |obj: K| {
-            let kind = if K::kind(&Default::default()) == "Secret" { ConfigKind::Secret } else { ConfigKind::ConfigMap };
+            let kind =
+                if K::kind(&Default::default()) == "Secret" { ConfigKind::Secret } else { ConfigKind::ConfigMap };
             config_key(kind, &obj).map(Observed::ConfigDeleted)
         },
     )
 }
 
-fn workload_stream<K: WorkloadObject>(api: Api<K>, id: usize, keys: Arc<AnnotationKeys>) -> BoxStream<'static, Observed> {
+fn workload_stream<K: WorkloadObject>(
+    api: Api<K>,
+    id: usize,
+    keys: Arc<AnnotationKeys>,
+) -> BoxStream<'static, Observed> {
     translate(
         watcher(api, watcher::Config::default()).default_backoff(),
         id,
-        move |obj: K, listed| summarise(&obj, &keys).map(|(key, s)| Observed::Workload { stream: id, key, summary: Box::new(s), listed }),
+        move |obj: K, listed| {
+            summarise(&obj, &keys).map(|(key, s)| Observed::Workload { stream: id, key, summary: Box::new(s), listed })
+        },
         |obj: K| {
             let namespace = obj.namespace()?;
-            Some(Observed::WorkloadDeleted(WorkloadKey { kind: K::KIND, namespace: namespace.into(), name: obj.name_any() }))
+            Some(Observed::WorkloadDeleted(WorkloadKey {
+                kind: K::KIND,
+                namespace: namespace.into(),
+                name: obj.name_any(),
+            }))
         },
     )
 }

@@ -1,0 +1,325 @@
+//! Shared helpers for the integration tests: run the built `reloader` binary against the test cluster the
+//! way a user would, create workloads of each kind, observe rollouts.
+
+#![allow(dead_code)] // each test binary uses a different subset
+
+use std::{
+    collections::BTreeMap,
+    io::{BufRead, BufReader},
+    process::{Child, Command, Stdio},
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use k8s_openapi::{
+    ByteString,
+    api::{
+        apps::v1::{ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet},
+        core::v1::{ConfigMap, PodTemplateSpec, Secret},
+    },
+};
+use kube::{
+    Api, ResourceExt,
+    api::{ListParams, Patch, PatchParams, PostParams},
+};
+use serde_json::{Value, json};
+pub use testenv::harness::{TestNamespace, holds_for, wait_for};
+
+/// How long a reload may take before a test fails.
+pub const RELOAD_WAIT: Duration = Duration::from_secs(30);
+/// How long "nothing happens" is observed.
+pub const QUIET_PERIOD: Duration = Duration::from_secs(3);
+
+/// The `reloader` binary running against the test cluster, scoped to the test's namespace. Killed on drop;
+/// its log is printed when the test fails.
+pub struct Reloader {
+    child: Child,
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl Reloader {
+    /// Starts the binary with `--namespaces=<ns>` plus `args`, and waits until its watches have synced.
+    pub async fn start(ns: &str, args: &[&str]) -> Self {
+        let kubeconfig = testenv::harness::kubeconfig_path();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_reloader"))
+            .arg(format!("--namespaces={ns}"))
+            .args(args)
+            .env("KUBECONFIG", &kubeconfig)
+            .env("NO_COLOR", "1")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start reloader binary");
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        for pipe in [
+            child.stdout.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+            child.stderr.take().map(|p| Box::new(p) as _),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            let sink = lines.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                    sink.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(line);
+                }
+            });
+        }
+        let r = Self { child, lines };
+        r.wait_log("all watches synced").await;
+        r
+    }
+
+    /// A copy of every log line so far.
+    pub fn logs(&self) -> Vec<String> {
+        self.lines.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    /// Waits for a log line containing `needle` and returns it.
+    pub async fn wait_log(&self, needle: &str) -> String {
+        wait_for(&format!("a reloader log line containing {needle:?}"), RELOAD_WAIT, || async {
+            self.logs().into_iter().find(|l| l.contains(needle)).ok_or_else(|| format!("log: {:#?}", self.logs()))
+        })
+        .await
+    }
+
+    /// Log lines containing `needle`.
+    pub fn count_log(&self, needle: &str) -> usize {
+        self.logs().iter().filter(|l| l.contains(needle)).count()
+    }
+
+    /// Stops the process with SIGKILL (as a crash or OOM kill would).
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Reloader {
+    fn drop(&mut self) {
+        self.kill();
+        if std::thread::panicking() {
+            eprintln!("----- reloader log -----\n{}\n------------------------", self.logs().join("\n"));
+        }
+    }
+}
+
+/// The workload kinds every reload behaviour is tested on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Deployment,
+    StatefulSet,
+    DaemonSet,
+}
+
+impl Kind {
+    /// Creates a workload named `name` with `app=<name>` labels, the given metadata annotations, pod template
+    /// annotations and pod spec.
+    pub async fn create(
+        self,
+        ns: &TestNamespace,
+        name: &str,
+        annotations: Value,
+        template_annotations: Value,
+        pod_spec: Value,
+    ) {
+        let template =
+            json!({"metadata": {"labels": {"app": name}, "annotations": template_annotations}, "spec": pod_spec});
+        let mut spec = json!({"selector": {"matchLabels": {"app": name}}, "template": template});
+        let metadata = json!({"name": name, "annotations": annotations});
+        let pp = PostParams::default();
+        match self {
+            Self::Deployment => {
+                spec["replicas"] = json!(1);
+                let obj: Deployment =
+                    serde_json::from_value(json!({"metadata": metadata, "spec": spec})).expect("deployment");
+                ns.api::<Deployment>().create(&pp, &obj).await.expect("create deployment");
+            }
+            Self::StatefulSet => {
+                spec["replicas"] = json!(1);
+                spec["serviceName"] = json!(name);
+                let obj: StatefulSet =
+                    serde_json::from_value(json!({"metadata": metadata, "spec": spec})).expect("sts");
+                ns.api::<StatefulSet>().create(&pp, &obj).await.expect("create statefulset");
+            }
+            Self::DaemonSet => {
+                let obj: DaemonSet = serde_json::from_value(json!({"metadata": metadata, "spec": spec})).expect("ds");
+                ns.api::<DaemonSet>().create(&pp, &obj).await.expect("create daemonset");
+            }
+        }
+    }
+
+    /// The workload's current pod template.
+    pub async fn template(self, ns: &TestNamespace, name: &str) -> PodTemplateSpec {
+        match self {
+            Self::Deployment => ns.api::<Deployment>().get(name).await.ok().and_then(|o| o.spec).map(|s| s.template),
+            Self::StatefulSet => ns.api::<StatefulSet>().get(name).await.ok().and_then(|o| o.spec).map(|s| s.template),
+            Self::DaemonSet => ns.api::<DaemonSet>().get(name).await.ok().and_then(|o| o.spec).map(|s| s.template),
+        }
+        .unwrap_or_default()
+    }
+
+    /// Rollout revisions the cluster created: ReplicaSets of a Deployment, ControllerRevisions otherwise.
+    pub async fn revisions(self, ns: &TestNamespace, name: &str) -> usize {
+        let owned_by = |owners: Option<&Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference>>| {
+            owners.into_iter().flatten().any(|o| o.name == name && o.controller == Some(true))
+        };
+        match self {
+            Self::Deployment => {
+                let list = ns.api::<ReplicaSet>().list(&ListParams::default()).await.expect("list replicasets");
+                list.items.iter().filter(|r| owned_by(r.metadata.owner_references.as_ref())).count()
+            }
+            Self::StatefulSet | Self::DaemonSet => {
+                let list = ns.api::<ControllerRevision>().list(&ListParams::default()).await.expect("list revisions");
+                let kind = if self == Self::StatefulSet { "StatefulSet" } else { "DaemonSet" };
+                list.items
+                    .iter()
+                    .filter(|r| r.owner_references().iter().any(|o| o.kind == kind && o.name == name))
+                    .count()
+            }
+        }
+    }
+
+    /// Waits until the workload has exactly `n` revisions.
+    pub async fn wait_revisions(self, ns: &TestNamespace, name: &str, n: usize) {
+        wait_for(&format!("{self:?} {name} to have {n} revision(s)"), RELOAD_WAIT, || async {
+            let got = self.revisions(ns, name).await;
+            if got == n { Ok(()) } else { Err(format!("{got} revision(s)")) }
+        })
+        .await;
+    }
+
+    /// Asserts the workload keeps exactly `n` revisions for the quiet period.
+    pub async fn stays_at_revisions(self, ns: &TestNamespace, name: &str, n: usize) {
+        holds_for(&format!("{self:?} {name} to stay at {n} revision(s)"), QUIET_PERIOD, || async {
+            let got = self.revisions(ns, name).await;
+            if got == n { Ok(()) } else { Err(format!("{got} revision(s)")) }
+        })
+        .await;
+    }
+
+    /// The value of env var `env` on container `container` of the template.
+    pub async fn env(self, ns: &TestNamespace, name: &str, container: &str, env: &str) -> Option<String> {
+        let t = self.template(ns, name).await;
+        t.spec?.containers.into_iter().find(|c| c.name == container)?.env?.into_iter().find(|e| e.name == env)?.value
+    }
+}
+
+/// All kinds.
+pub const KINDS: [Kind; 3] = [Kind::Deployment, Kind::StatefulSet, Kind::DaemonSet];
+
+/// Generates one `#[tokio::test]` per workload kind from `async fn $name(kind: Kind)`.
+#[macro_export]
+macro_rules! per_kind {
+    ($($name:ident),* $(,)?) => {
+        $(mod $name {
+            use super::*;
+            #[tokio::test]
+            async fn deployment() { super::$name(Kind::Deployment).await }
+            #[tokio::test]
+            async fn statefulset() { super::$name(Kind::StatefulSet).await }
+            #[tokio::test]
+            async fn daemonset() { super::$name(Kind::DaemonSet).await }
+        })*
+    };
+}
+
+/// A one-container pod spec using `envFrom` of ConfigMap `cm`.
+pub fn env_from_configmap(cm: &str) -> Value {
+    json!({"containers": [{"name": "app", "image": "registry.invalid/app:1", "envFrom": [{"configMapRef": {"name": cm}}]}]})
+}
+
+/// A one-container pod spec mounting Secret `secret` as a volume.
+pub fn volume_secret(secret: &str) -> Value {
+    json!({
+        "containers": [{"name": "app", "image": "registry.invalid/app:1", "volumeMounts": [{"name": "s", "mountPath": "/s"}]}],
+        "volumes": [{"name": "s", "secret": {"secretName": secret}}]
+    })
+}
+
+/// A pod spec that uses nothing.
+pub fn plain_pod() -> Value {
+    json!({"containers": [{"name": "app", "image": "registry.invalid/app:1"}]})
+}
+
+fn string_map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+}
+
+/// Creates a ConfigMap.
+pub async fn create_configmap(ns: &TestNamespace, name: &str, data: &[(&str, &str)], annotations: &[(&str, &str)]) {
+    let cm = ConfigMap {
+        metadata: kube::api::ObjectMeta {
+            name: Some(name.into()),
+            annotations: Some(string_map(annotations)),
+            ..Default::default()
+        },
+        data: Some(string_map(data)),
+        ..Default::default()
+    };
+    ns.api::<ConfigMap>().create(&PostParams::default(), &cm).await.expect("create configmap");
+}
+
+/// Replaces a ConfigMap's data in one write.
+pub async fn set_configmap_data(ns: &TestNamespace, name: &str, data: &[(&str, &str)]) {
+    let api = ns.api::<ConfigMap>();
+    let mut cm = api.get(name).await.expect("get configmap");
+    cm.data = Some(string_map(data));
+    api.replace(name, &PostParams::default(), &cm).await.expect("replace configmap");
+}
+
+/// Merges labels and annotations into a resource's metadata (no data change).
+pub async fn touch_configmap_metadata(
+    ns: &TestNamespace,
+    name: &str,
+    labels: &[(&str, &str)],
+    annotations: &[(&str, &str)],
+) {
+    let patch = json!({"metadata": {"labels": string_map(labels), "annotations": string_map(annotations)}});
+    ns.api::<ConfigMap>().patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await.expect("patch metadata");
+}
+
+/// Creates a Secret from string values.
+pub async fn create_secret(ns: &TestNamespace, name: &str, data: &[(&str, &str)], annotations: &[(&str, &str)]) {
+    let s = Secret {
+        metadata: kube::api::ObjectMeta {
+            name: Some(name.into()),
+            annotations: Some(string_map(annotations)),
+            ..Default::default()
+        },
+        data: Some(data.iter().map(|(k, v)| ((*k).to_owned(), ByteString(v.as_bytes().to_vec()))).collect()),
+        ..Default::default()
+    };
+    ns.api::<Secret>().create(&PostParams::default(), &s).await.expect("create secret");
+}
+
+/// Replaces one key of a Secret's data.
+pub async fn set_secret_value(ns: &TestNamespace, name: &str, key: &str, value: &str) {
+    let patch = json!({"stringData": {key: value}});
+    ns.api::<Secret>().patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await.expect("patch secret");
+}
+
+/// Upstream's hash of ConfigMap data given as pairs.
+pub fn configmap_hash(data: &[(&str, &str)]) -> String {
+    reloader::hash::configmap(Some(&string_map(data)), None).to_string()
+}
+
+/// Upstream's hash of Secret data given as pairs.
+pub fn secret_hash(data: &[(&str, &str)]) -> String {
+    let map = data.iter().map(|(k, v)| ((*k).to_owned(), ByteString(v.as_bytes().to_vec()))).collect();
+    reloader::hash::secret(Some(&map)).to_string()
+}
+
+/// Deletes a ConfigMap.
+pub async fn delete_configmap(ns: &TestNamespace, name: &str) {
+    let _ = ns.api::<ConfigMap>().delete(name, &Default::default()).await;
+}
+
+/// The name of a workload's namespace-scoped object API.
+pub fn api<K>(ns: &TestNamespace) -> Api<K>
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+    <K as kube::Resource>::DynamicType: Default,
+{
+    ns.api::<K>()
+}
