@@ -104,14 +104,15 @@ pub struct Selection {
     pub exclude: Vec<String>,
 }
 
-/// A problem with an annotation value, reported once per workload change with the object, key and value.
+/// A problem with a workload's configuration (an annotation value, a resource name), reported once per
+/// workload change with the object, the key and the value.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AnnotationProblem {
-    /// The annotation key.
+pub struct WorkloadProblem {
+    /// The annotation key (or env var name).
     pub key: String,
     /// The offending value.
     pub value: String,
-    /// What is wrong, e.g. `invalid regex "(": …`.
+    /// What is wrong, as a sentence naming key and value.
     pub message: String,
 }
 
@@ -123,7 +124,7 @@ pub struct WorkloadAnnotations {
     /// `pause-period` on metadata (Deployments).
     pub pause_period: Option<String>,
     /// Problems found while reading the values.
-    pub problems: Vec<AnnotationProblem>,
+    pub problems: Vec<WorkloadProblem>,
 }
 
 type Map = BTreeMap<String, String>;
@@ -154,12 +155,15 @@ impl WorkloadAnnotations {
                 if let Some(v) = source.get(key)
                     && !v.is_empty()
                     && parse_go_bool(v).is_none()
-                    && !problems.iter().any(|p: &AnnotationProblem| &p.key == key)
+                    && !problems.iter().any(|p: &WorkloadProblem| &p.key == key)
                 {
-                    problems.push(AnnotationProblem {
+                    problems.push(WorkloadProblem {
                         key: key.clone(),
                         value: v.clone(),
-                        message: "unknown value, expected true or false; treated as false (and opts the workload out of --auto-reload-all)".into(),
+                        message: format!(
+                            "unknown value {v:?} for annotation {key:?}, expected true or false; treated as false \
+                             (and it opts the workload out of --auto-reload-all)"
+                        ),
                     });
                 }
             }
@@ -183,17 +187,17 @@ pub fn split_list(value: &str) -> impl Iterator<Item = &str> {
     value.split(',').map(str::trim).filter(|e| !e.is_empty())
 }
 
-fn compile_named(key: &str, value: &str, problems: &mut Vec<AnnotationProblem>) -> Vec<NamedPattern> {
+fn compile_named(key: &str, value: &str, problems: &mut Vec<WorkloadProblem>) -> Vec<NamedPattern> {
     let mut out = Vec::new();
     for entry in split_list(value) {
         match Regex::new(&format!("^(?:{entry})$")) {
             Ok(regex) => out.push(NamedPattern { text: entry.to_owned(), regex }),
             // upstream v1: the entry is skipped and reported; the other entries still apply.
-            Err(e) => problems.push(AnnotationProblem {
+            Err(e) => problems.push(WorkloadProblem {
                 key: key.to_owned(),
                 value: value.to_owned(),
                 message: format!(
-                    "invalid regex {entry:?}: {}",
+                    "invalid regex {entry:?} in reload annotation {key:?}; entry skipped: {}",
                     e.to_string().lines().last().unwrap_or_default().trim()
                 ),
             }),
@@ -262,7 +266,11 @@ mod tests {
         assert!(!named[1].matches("plainx"), "anchored at the end");
         assert_eq!(a.problems.len(), 1);
         assert_eq!(a.problems[0].key, default::CONFIGMAP_RELOAD);
-        assert!(a.problems[0].message.starts_with("invalid regex \"(broken\""), "{}", a.problems[0].message);
+        assert!(
+            a.problems[0].message.starts_with("invalid regex \"(broken\" in reload annotation"),
+            "{}",
+            a.problems[0].message
+        );
     }
 
     #[test]

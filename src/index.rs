@@ -14,7 +14,7 @@ use std::{
 };
 
 use crate::{
-    annotations::AnnotationProblem,
+    annotations::WorkloadProblem,
     decision::{DecisionSettings, ReloadDecision, ReloadReason, ResourceFacts, SkipReason, WorkloadFacts, decide},
     hash::ContentHash,
     resource::{ConfigKind, env_var_name},
@@ -71,7 +71,7 @@ pub struct WorkloadUpdate {
     /// New, or its references/annotations/records changed: worth reconciling.
     pub relevant: bool,
     /// Annotation problems that are new with this version of the workload (to report once).
-    pub new_problems: Vec<AnnotationProblem>,
+    pub new_problems: Vec<WorkloadProblem>,
 }
 
 /// One resource a workload must be reloaded for.

@@ -98,8 +98,8 @@ async fn named_list_reloads_unreferenced_matches_and_reports_bad_regex(kind: Kin
     kind.create(&ns, "web", annotations(&named), json!({}), plain_pod()).await;
     let reloader = Reloader::start(&ns.name, &[]).await;
     kind.wait_revisions(&ns, "web", 1).await;
-    let line = reloader.wait_log("Skipping invalid reload annotation").await;
-    for part in ["workload=web", "annotation=configmap.reloader.stakater.com/reload", "(broken"] {
+    let line = reloader.wait_log("invalid regex").await;
+    for part in ["workload=web", "key=configmap.reloader.stakater.com/reload", "(broken"] {
         assert!(line.contains(part), "{part:?} missing from {line:?}");
     }
 

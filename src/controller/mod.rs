@@ -176,8 +176,8 @@ impl Observer {
                 let update = index.upsert_workload(key.clone(), *summary);
                 drop(index);
                 for p in &update.new_problems {
-                    warn!(namespace = %key.namespace, workload = %key.name, kind = %key.kind, annotation = %p.key,
-                          value = %p.value, "Skipping invalid reload annotation: {}", p.message);
+                    warn!(namespace = %key.namespace, workload = %key.name, kind = %key.kind, key = %p.key,
+                          value = %p.value, "{} '{}' in namespace '{}': {}", key.kind, key.name, key.namespace, p.message);
                 }
                 if update.relevant && self.synced {
                     self.ctx.queue.add(key, now);
@@ -291,5 +291,25 @@ fn template_change(r: &PlannedReload) -> TemplateChange {
         namespace: r.config.namespace.to_string(),
         hash: r.hash,
         container: r.container.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api_error(code: u16) -> Error {
+        let status = kube::core::Status { code, message: "m".into(), reason: "r".into(), ..Default::default() };
+        Error::Patch { workload: "w".into(), resources: "r".into(), source: kube::Error::Api(status.boxed()) }
+    }
+
+    #[test]
+    fn conflicts_throttling_and_server_errors_are_retried_other_rejections_are_not() {
+        for code in [409, 429, 500, 503] {
+            assert!(api_error(code).is_transient(), "{code}");
+        }
+        for code in [400, 403, 404, 415, 422] {
+            assert!(!api_error(code).is_transient(), "{code}");
+        }
     }
 }

@@ -5,7 +5,7 @@ mod daemonset;
 mod deployment;
 mod statefulset;
 
-use std::{fmt, sync::Arc};
+use std::{collections::BTreeMap, fmt, sync::Arc};
 
 use k8s_openapi::{
     NamespaceResourceScope,
@@ -22,11 +22,11 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::{
-    annotations::{AnnotationKeys, WorkloadAnnotations},
+    annotations::{AnnotationKeys, WorkloadAnnotations, WorkloadProblem},
     constants::FIELD_MANAGER,
     hash::ContentHash,
     references::{ConfigUse, config_uses},
-    resource::ConfigKind,
+    resource::{ConfigKind, env_var_name},
     strategy::parse_last_reloaded_from,
 };
 
@@ -119,15 +119,36 @@ pub fn summarise<K: WorkloadObject>(obj: &K, keys: &AnnotationKeys) -> Option<(W
     let annotation_record = template_annotations
         .and_then(|a| a.get(crate::constants::annotation::LAST_RELOADED_FROM))
         .and_then(|v| parse_last_reloaded_from(v));
+    let uses = spec.map(config_uses).unwrap_or_default();
+    let mut annotations = WorkloadAnnotations::extract(keys, obj.meta().annotations.as_ref(), template_annotations);
+    annotations.problems.extend(env_name_collisions(&uses));
     let summary = WorkloadSummary {
         uid: obj.meta().uid.clone().unwrap_or_default(),
-        annotations: WorkloadAnnotations::extract(keys, obj.meta().annotations.as_ref(), template_annotations),
-        uses: spec.map(config_uses).unwrap_or_default(),
+        annotations,
+        uses,
         first_container: spec.and_then(|s| s.containers.first()).map(|c| c.name.clone()),
         env_records,
         annotation_record,
     };
     Some((WorkloadKey { kind: K::KIND, namespace: namespace.into(), name: obj.name_any() }, summary))
+}
+
+/// Resources of one kind whose names sanitise to the same `STAKATER_*` name (`a-b` and `a.b`): upstream
+/// silently lets their reloads overwrite one value; we keep that behaviour but say so.
+fn env_name_collisions(uses: &[ConfigUse]) -> Vec<WorkloadProblem> {
+    let mut by_env: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    for u in uses {
+        by_env.entry(env_var_name(u.kind, &u.name)).or_default().push(&u.name);
+    }
+    by_env
+        .into_iter()
+        .filter(|(_, names)| names.len() > 1)
+        .map(|(env, names)| WorkloadProblem {
+            message: format!("resources {names:?} share the env var name {env}; their reloads write the same variable"),
+            value: names.join(", "),
+            key: env,
+        })
+        .collect()
 }
 
 /// Sends one patch that merges `template_fragment` into the workload's pod template.
@@ -148,4 +169,31 @@ async fn strategic_patch<K: WorkloadObject>(
     let api: Api<K> = Api::namespaced(client.clone(), &key.namespace);
     let params = PatchParams { field_manager: Some(FIELD_MANAGER.into()), ..PatchParams::default() };
     api.patch(&key.name, &params, &Patch::Strategic(body)).await.map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::apps::v1::Deployment;
+
+    #[test]
+    fn summaries_keep_references_records_and_report_env_name_collisions() {
+        let d: Deployment = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "web", "namespace": "ns", "uid": "u1", "annotations": {"reloader.stakater.com/auto": "true"}},
+            "spec": {"selector": {}, "template": {"spec": {"containers": [{
+                "name": "app",
+                "envFrom": [{"configMapRef": {"name": "a-b"}}, {"configMapRef": {"name": "a.b"}}],
+                "env": [{"name": "STAKATER_A_B_CONFIGMAP", "value": "dc30e0faa89a70dec1033016a2309bbeb9efcbd0"},
+                        {"name": "STAKATER_NOT_A_HASH", "value": "x"}, {"name": "OTHER", "value": "y"}]
+            }]}}}
+        }))
+        .expect("deployment");
+        let (key, s) = summarise(&d, &AnnotationKeys::default()).expect("summary");
+        assert_eq!(key.to_string(), "Deployment ns/web");
+        assert_eq!(s.uses.len(), 2);
+        assert_eq!(s.env_records.len(), 1, "only STAKATER_* values that are hashes are records");
+        let p = &s.annotations.problems;
+        assert_eq!(p.len(), 1);
+        assert_eq!((p[0].key.as_str(), p[0].value.as_str()), ("STAKATER_A_B_CONFIGMAP", "a-b, a.b"));
+    }
 }

@@ -1,0 +1,142 @@
+//! Failure handling on the real control plane: a rejected patch is reported once with the workload, the
+//! resource and the API's message, is not retried, and the next change still reloads.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use k8s_openapi::api::{
+    admissionregistration::v1::{ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding},
+    apps::v1::Deployment,
+};
+use kube::{
+    Api,
+    api::{DeleteParams, Patch, PatchParams, PostParams},
+};
+use serde_json::json;
+
+/// Denies updates that add a STAKATER_* env var to Deployments labelled `frozen` in one namespace.
+async fn freeze_policy(ns: &TestNamespace) -> impl Drop {
+    let name = format!("freeze-{}", ns.name);
+    let policy: ValidatingAdmissionPolicy = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": [{"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["deployments"]}]},
+            "validations": [{
+                "expression": "!(has(object.metadata.labels) && 'frozen' in object.metadata.labels) || !object.spec.template.spec.containers.exists(c, has(c.env) && c.env.exists(e, e.name.startsWith('STAKATER_')))",
+                "message": "deployment is frozen"
+            }]
+        }
+    }))
+    .expect("policy");
+    let binding: ValidatingAdmissionPolicyBinding = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {"policyName": name, "validationActions": ["Deny"],
+                 "matchResources": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns.name}}}}
+    }))
+    .expect("binding");
+    let policies: Api<ValidatingAdmissionPolicy> = Api::all(ns.client.clone());
+    let bindings: Api<ValidatingAdmissionPolicyBinding> = Api::all(ns.client.clone());
+    policies.create(&PostParams::default(), &policy).await.expect("create policy");
+    bindings.create(&PostParams::default(), &binding).await.expect("create binding");
+    struct Cleanup(String);
+    impl Drop for Cleanup {
+        fn drop(&mut self) {
+            let name = self.0.clone();
+            let _ = std::thread::spawn(move || {
+                let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
+                rt.block_on(async {
+                    let client = testenv::harness::client().await;
+                    let _ = Api::<ValidatingAdmissionPolicyBinding>::all(client.clone())
+                        .delete(&name, &DeleteParams::default())
+                        .await;
+                    let _ = Api::<ValidatingAdmissionPolicy>::all(client).delete(&name, &DeleteParams::default()).await;
+                });
+            })
+            .join();
+        }
+    }
+    Cleanup(name)
+}
+
+#[tokio::test]
+async fn a_rejected_patch_is_reported_once_and_the_next_change_still_reloads() {
+    let ns = TestNamespace::create("rejected").await;
+    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
+    Kind::Deployment
+        .create(&ns, "web", json!({"reloader.stakater.com/auto": "true"}), json!({}), env_from_configmap("cfg"))
+        .await;
+    let deployments = api::<Deployment>(&ns);
+    deployments
+        .patch("web", &PatchParams::default(), &Patch::Merge(&json!({"metadata": {"labels": {"frozen": "yes"}}})))
+        .await
+        .expect("label");
+    let _policy = freeze_policy(&ns).await;
+    // The policy takes effect asynchronously: wait until a dry-run of the same kind of change is denied.
+    let probe = json!({"spec": {"template": {"spec": {"containers": [{"name": "app", "env": [{"name": "STAKATER_PROBE", "value": "x"}]}]}}}});
+    wait_for("the admission policy to deny STAKATER_* updates", Duration::from_secs(30), || async {
+        match deployments.patch("web", &PatchParams::default().dry_run(), &Patch::Strategic(&probe)).await {
+            Err(kube::Error::Api(s)) if s.message.contains("frozen") => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    let reloader = Reloader::start(&ns.name, &[]).await;
+    Kind::Deployment.wait_revisions(&ns, "web", 1).await;
+
+    set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
+    let line = reloader.wait_log("not retrying").await;
+    for part in ["web", "ConfigMap", "cfg", "deployment is frozen"] {
+        assert!(line.contains(part), "{part:?} missing from {line:?}");
+    }
+    Kind::Deployment.stays_at_revisions(&ns, "web", 1).await;
+    assert_eq!(reloader.count_log("not retrying"), 1, "a permanent error is logged once, not retried");
+
+    deployments
+        .patch("web", &PatchParams::default(), &Patch::Merge(&json!({"metadata": {"labels": {"frozen": null}}})))
+        .await
+        .expect("unfreeze");
+    set_configmap_data(&ns, "cfg", &[("k", "3")]).await;
+    Kind::Deployment.wait_revisions(&ns, "web", 2).await;
+    assert_eq!(
+        Kind::Deployment.env(&ns, "web", "app", "STAKATER_CFG_CONFIGMAP").await,
+        Some(configmap_hash(&[("k", "3")]))
+    );
+}
+
+#[tokio::test]
+async fn one_workload_with_bad_annotations_does_not_stop_the_others() {
+    let ns = TestNamespace::create("bad-neighbour").await;
+    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
+    let bad = json!({"configmap.reloader.stakater.com/reload": "([", "reloader.stakater.com/auto": "maybe"});
+    Kind::Deployment.create(&ns, "bad", bad, json!({}), env_from_configmap("cfg")).await;
+    Kind::Deployment
+        .create(&ns, "good", json!({"reloader.stakater.com/auto": "true"}), json!({}), env_from_configmap("cfg"))
+        .await;
+    let reloader = Reloader::start(&ns.name, &[]).await;
+    let regex_line = reloader.wait_log("invalid regex").await;
+    assert!(regex_line.contains("workload=bad") && regex_line.contains("(["), "{regex_line}");
+    let auto_line = reloader.wait_log("value=maybe").await;
+    assert!(auto_line.contains("reloader.stakater.com/auto"), "{auto_line}");
+
+    set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
+    Kind::Deployment.wait_revisions(&ns, "good", 2).await;
+    Kind::Deployment.stays_at_revisions(&ns, "bad", 1).await;
+}
+
+#[tokio::test]
+async fn names_that_share_an_env_var_are_reported_and_still_reload() {
+    let ns = TestNamespace::create("env-collision").await;
+    create_configmap(&ns, "a-b", &[("k", "1")], &[]).await;
+    create_configmap(&ns, "a.b", &[("k", "1")], &[]).await;
+    let spec = json!({"containers": [{"name": "app", "image": "x",
+        "envFrom": [{"configMapRef": {"name": "a-b"}}, {"configMapRef": {"name": "a.b"}}]}]});
+    Kind::Deployment.create(&ns, "web", json!({"reloader.stakater.com/auto": "true"}), json!({}), spec).await;
+    let reloader = Reloader::start(&ns.name, &[]).await;
+    let line = reloader.wait_log("share the env var name").await;
+    assert!(line.contains("STAKATER_A_B_CONFIGMAP") && line.contains("a-b, a.b"), "{line}");
+    set_configmap_data(&ns, "a.b", &[("k", "2")]).await;
+    Kind::Deployment.wait_revisions(&ns, "web", 2).await;
+}
