@@ -142,15 +142,25 @@ async fn ignore_on_the_resource_and_exclude_lists_win(kind: Kind) {
     create_configmap(&ns, "ignored", &[("k", "1")], &[("reloader.stakater.com/ignore", "true")]).await;
     create_configmap(&ns, "excluded", &[("k", "1")], &[]).await;
     create_configmap(&ns, "normal", &[("k", "1")], &[]).await;
-    let spec = json!({"containers": [{"name": "app", "image": "x", "envFrom": [
-        {"configMapRef": {"name": "ignored"}}, {"configMapRef": {"name": "excluded"}}, {"configMapRef": {"name": "normal"}}]}]});
-    let meta = [AUTO, ("configmaps.exclude.reloader.stakater.com/reload", "excluded")];
+    create_secret(&ns, "excluded-secret", &[("k", "1")], &[]).await;
+    let spec = json!({
+        "containers": [{"name": "app", "image": "x", "envFrom": [
+            {"configMapRef": {"name": "ignored"}}, {"configMapRef": {"name": "excluded"}}, {"configMapRef": {"name": "normal"}}],
+            "volumeMounts": [{"name": "s", "mountPath": "/s"}, {"name": "c", "mountPath": "/c"}]}],
+        "volumes": [{"name": "s", "secret": {"secretName": "excluded-secret"}}, {"name": "c", "configMap": {"name": "normal"}}]
+    });
+    let meta = [
+        AUTO,
+        ("configmaps.exclude.reloader.stakater.com/reload", "excluded"),
+        ("secrets.exclude.reloader.stakater.com/reload", "other, excluded-secret"),
+    ];
     kind.create(&ns, "web", annotations(&meta), json!({}), spec).await;
     let _reloader = Reloader::start(&ns.name, &[]).await;
     kind.wait_revisions(&ns, "web", 1).await;
 
     set_configmap_data(&ns, "ignored", &[("k", "2")]).await;
     set_configmap_data(&ns, "excluded", &[("k", "2")]).await;
+    set_secret_value(&ns, "excluded-secret", "k", "2").await;
     kind.stays_at_revisions(&ns, "web", 1).await;
     set_configmap_data(&ns, "normal", &[("k", "2")]).await;
     kind.wait_revisions(&ns, "web", 2).await;

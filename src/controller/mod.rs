@@ -5,11 +5,11 @@
 //! Nothing is queued until every watch has finished its first list; then every workload is reconciled once,
 //! which applies changes made while the controller was down and restarts nothing else.
 
+mod observer;
 mod queue;
 mod watch;
 
 use std::{
-    collections::{HashMap, HashSet},
     sync::{Arc, Mutex, MutexGuard, PoisonError},
     time::{Duration, Instant},
 };
@@ -20,6 +20,7 @@ use tokio::sync::watch as signal;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info, warn};
 
+use observer::Observer;
 pub use queue::WorkQueue;
 pub use watch::{Observed, Source, StreamInfo};
 
@@ -27,7 +28,7 @@ use crate::{
     annotations::AnnotationKeys,
     config::WatchScope,
     decision::DecisionSettings,
-    index::{ConfigKey, ConfigUpdate, Index, PlannedReload},
+    index::{Index, PlannedReload},
     strategy::{ReloadStrategy, TemplateChange, template_patch},
     workload::{WorkloadKey, patch_template},
 };
@@ -120,119 +121,6 @@ pub async fn run(client: Client, settings: Settings, shutdown: CancellationToken
     ctx.queue.shut_down();
     for w in workers {
         let _ = w.await;
-    }
-}
-
-/// Applies observations to the index and queues work.
-struct Observer {
-    ctx: Arc<Context>,
-    infos: Vec<StreamInfo>,
-    listed: Vec<bool>,
-    seen_configs: HashMap<usize, HashSet<ConfigKey>>,
-    seen_workloads: HashMap<usize, HashSet<WorkloadKey>>,
-    synced: bool,
-    ready: signal::Sender<bool>,
-}
-
-impl Observer {
-    fn new(ctx: Arc<Context>, infos: Vec<StreamInfo>, ready: signal::Sender<bool>) -> Self {
-        let listed = vec![false; infos.len()];
-        Self { ctx, infos, listed, seen_configs: HashMap::new(), seen_workloads: HashMap::new(), synced: false, ready }
-    }
-
-    fn apply(&mut self, o: Observed) {
-        let now = Instant::now();
-        match o {
-            Observed::ListStarted(id) => {
-                self.seen_configs.insert(id, HashSet::new());
-                self.seen_workloads.insert(id, HashSet::new());
-            }
-            Observed::ListDone(id) => self.list_done(id),
-            Observed::Config { stream, mut key, facts, listed } => {
-                let mut index = self.ctx.index();
-                key.namespace = index.intern(&key.namespace);
-                if listed {
-                    self.seen_configs.entry(stream).or_default().insert(key.clone());
-                }
-                let update = index.upsert_config(key.clone(), facts);
-                debug!(resource = %key, ?update, "observed");
-                if let ConfigUpdate::Changed { .. } = update
-                    && self.synced
-                {
-                    for w in index.candidates(&key) {
-                        self.ctx.queue.add(w, now);
-                    }
-                }
-            }
-            Observed::ConfigDeleted(key) => {
-                self.ctx.index().remove_config(&key);
-            }
-            Observed::Workload { stream, mut key, summary, listed } => {
-                let mut index = self.ctx.index();
-                key.namespace = index.intern(&key.namespace);
-                if listed {
-                    self.seen_workloads.entry(stream).or_default().insert(key.clone());
-                }
-                let update = index.upsert_workload(key.clone(), *summary);
-                drop(index);
-                for p in &update.new_problems {
-                    warn!(namespace = %key.namespace, workload = %key.name, kind = %key.kind, key = %p.key,
-                          value = %p.value, "{} '{}' in namespace '{}': {}", key.kind, key.name, key.namespace, p.message);
-                }
-                if update.relevant && self.synced {
-                    self.ctx.queue.add(key, now);
-                }
-            }
-            Observed::WorkloadDeleted(key) => {
-                self.ctx.index().delete_workload(&key);
-            }
-            Observed::Error { stream, message } => {
-                let info = &self.infos[stream];
-                warn!(source = ?info.source, namespace = ?info.namespace, "watch failed, retrying with backoff: {message}");
-            }
-        }
-    }
-
-    /// After a (re)list: forget what the list no longer contains; after the first complete sync, reconcile all.
-    fn list_done(&mut self, id: usize) {
-        let info = &self.infos[id];
-        let ns = info.namespace.as_deref();
-        let mut index = self.ctx.index();
-        match info.source {
-            Source::Config(kind) => {
-                let seen = self.seen_configs.remove(&id).unwrap_or_default();
-                for key in index.configs_of(kind, ns) {
-                    if !seen.contains(&key) {
-                        index.remove_config(&key);
-                    }
-                }
-            }
-            Source::Workload(kind) => {
-                let seen = self.seen_workloads.remove(&id).unwrap_or_default();
-                for key in index.workloads_of(kind, ns) {
-                    if !seen.contains(&key) {
-                        index.delete_workload(&key);
-                    }
-                }
-            }
-        }
-        self.listed[id] = true;
-        if !self.synced && self.listed.iter().all(|l| *l) {
-            self.synced = true;
-            let (configs, workloads) = index.sizes();
-            info!(configs, workloads, "all watches synced; reconciling every workload once");
-            let now = Instant::now();
-            for key in index.workload_keys() {
-                self.ctx.queue.add(key, now);
-            }
-            let _ = self.ready.send(true);
-        } else if self.synced {
-            // A relist after a lost watch: reconcile everything again; unchanged workloads cost no request.
-            let now = Instant::now();
-            for key in index.workload_keys() {
-                self.ctx.queue.add(key, now);
-            }
-        }
     }
 }
 

@@ -40,10 +40,16 @@ pub struct Reloader {
 impl Reloader {
     /// Starts the binary with `--namespaces=<ns>` plus `args`, and waits until its watches have synced.
     pub async fn start(ns: &str, args: &[&str]) -> Self {
+        Self::start_with_env(ns, args, &[]).await
+    }
+
+    /// Like [`Reloader::start`], with extra environment variables.
+    pub async fn start_with_env(ns: &str, args: &[&str], env: &[(&str, &str)]) -> Self {
         let kubeconfig = testenv::harness::kubeconfig_path();
         let mut child = Command::new(env!("CARGO_BIN_EXE_reloader"))
             .arg(format!("--namespaces={ns}"))
             .args(args)
+            .envs(env.iter().copied())
             .env("KUBECONFIG", &kubeconfig)
             .env("NO_COLOR", "1")
             .stdout(Stdio::piped())

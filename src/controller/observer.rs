@@ -1,0 +1,246 @@
+//! Applies watch observations to the index and queues the workloads that must be reconciled: those a
+//! content change concerns, changed workloads, and — after the first complete list and after every relist —
+//! all of them (level-triggered; an unchanged workload costs no request).
+
+use std::{
+    collections::{HashMap, HashSet},
+    sync::Arc,
+    time::Instant,
+};
+
+use tokio::sync::watch as signal;
+use tracing::{debug, info, warn};
+
+use super::{Context, Observed, Source, StreamInfo};
+use crate::{
+    index::{ConfigKey, ConfigUpdate},
+    workload::WorkloadKey,
+};
+
+/// Applies observations to the index and queues work.
+pub(super) struct Observer {
+    ctx: Arc<Context>,
+    infos: Vec<StreamInfo>,
+    listed: Vec<bool>,
+    seen_configs: HashMap<usize, HashSet<ConfigKey>>,
+    seen_workloads: HashMap<usize, HashSet<WorkloadKey>>,
+    synced: bool,
+    ready: signal::Sender<bool>,
+}
+
+impl Observer {
+    pub(super) fn new(ctx: Arc<Context>, infos: Vec<StreamInfo>, ready: signal::Sender<bool>) -> Self {
+        let listed = vec![false; infos.len()];
+        Self { ctx, infos, listed, seen_configs: HashMap::new(), seen_workloads: HashMap::new(), synced: false, ready }
+    }
+
+    pub(super) fn apply(&mut self, o: Observed) {
+        let now = Instant::now();
+        match o {
+            Observed::ListStarted(id) => {
+                self.seen_configs.insert(id, HashSet::new());
+                self.seen_workloads.insert(id, HashSet::new());
+            }
+            Observed::ListDone(id) => self.list_done(id),
+            Observed::Config { stream, mut key, facts, listed } => {
+                let mut index = self.ctx.index();
+                key.namespace = index.intern(&key.namespace);
+                if listed {
+                    self.seen_configs.entry(stream).or_default().insert(key.clone());
+                }
+                let update = index.upsert_config(key.clone(), facts);
+                debug!(resource = %key, ?update, "observed");
+                if let ConfigUpdate::Changed { .. } = update
+                    && self.synced
+                {
+                    for w in index.candidates(&key) {
+                        self.ctx.queue.add(w, now);
+                    }
+                }
+            }
+            Observed::ConfigDeleted(key) => {
+                self.ctx.index().remove_config(&key);
+            }
+            Observed::Workload { stream, mut key, summary, listed } => {
+                let mut index = self.ctx.index();
+                key.namespace = index.intern(&key.namespace);
+                if listed {
+                    self.seen_workloads.entry(stream).or_default().insert(key.clone());
+                }
+                let update = index.upsert_workload(key.clone(), *summary);
+                drop(index);
+                for p in &update.new_problems {
+                    warn!(namespace = %key.namespace, workload = %key.name, kind = %key.kind, key = %p.key,
+                          value = %p.value, "{} '{}' in namespace '{}': {}", key.kind, key.name, key.namespace, p.message);
+                }
+                if update.relevant && self.synced {
+                    self.ctx.queue.add(key, now);
+                }
+            }
+            Observed::WorkloadDeleted(key) => {
+                self.ctx.index().delete_workload(&key);
+            }
+            Observed::Error { stream, message } => {
+                let info = &self.infos[stream];
+                warn!(source = ?info.source, namespace = ?info.namespace, "watch failed, retrying with backoff: {message}");
+            }
+        }
+    }
+
+    /// After a (re)list: forget what the list no longer contains; after the first complete sync, reconcile all.
+    fn list_done(&mut self, id: usize) {
+        let info = &self.infos[id];
+        let ns = info.namespace.as_deref();
+        let mut index = self.ctx.index();
+        match info.source {
+            Source::Config(kind) => {
+                let seen = self.seen_configs.remove(&id).unwrap_or_default();
+                for key in index.configs_of(kind, ns) {
+                    if !seen.contains(&key) {
+                        index.remove_config(&key);
+                    }
+                }
+            }
+            Source::Workload(kind) => {
+                let seen = self.seen_workloads.remove(&id).unwrap_or_default();
+                for key in index.workloads_of(kind, ns) {
+                    if !seen.contains(&key) {
+                        index.delete_workload(&key);
+                    }
+                }
+            }
+        }
+        self.listed[id] = true;
+        if !self.synced && self.listed.iter().all(|l| *l) {
+            self.synced = true;
+            let (configs, workloads) = index.sizes();
+            info!(configs, workloads, "all watches synced; reconciling every workload once");
+            let now = Instant::now();
+            for key in index.workload_keys() {
+                self.ctx.queue.add(key, now);
+            }
+            let _ = self.ready.send(true);
+        } else if self.synced {
+            // A relist after a lost watch: reconcile everything again; unchanged workloads cost no request.
+            let now = Instant::now();
+            for key in index.workload_keys() {
+                self.ctx.queue.add(key, now);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use k8s_openapi::api::apps::v1::Deployment;
+    use serde_json::json;
+
+    use super::*;
+    use crate::{
+        annotations::AnnotationKeys,
+        config::WatchScope,
+        controller::{Settings, WorkQueue},
+        decision::DecisionSettings,
+        hash::ContentHash,
+        index::{ConfigFacts, Index},
+        resource::ConfigKind,
+        strategy::ReloadStrategy,
+        workload::{WorkloadKind, summarise},
+    };
+
+    /// A context whose client fails every request: the observer must never need one.
+    fn context() -> Arc<Context> {
+        let (service, _handle) =
+            tower_test::mock::pair::<http::Request<kube::client::Body>, http::Response<kube::client::Body>>();
+        let settings = Settings {
+            scope: WatchScope::All,
+            keys: Arc::new(AnnotationKeys::default()),
+            strategy: ReloadStrategy::EnvVars,
+            decisions: DecisionSettings::default(),
+            workers: 1,
+            max_backoff: Duration::from_secs(1),
+        };
+        Arc::new(Context {
+            client: kube::Client::new(service, "default"),
+            settings,
+            index: std::sync::Mutex::new(Index::default()),
+            queue: WorkQueue::new(Duration::from_millis(10), Duration::from_millis(10)),
+        })
+    }
+
+    fn config(name: &str, value: &str, listed: bool) -> Observed {
+        let data = [("k".to_owned(), value.to_owned())].into_iter().collect();
+        let hash: ContentHash = crate::hash::configmap(Some(&data), None);
+        let key = ConfigKey { kind: ConfigKind::ConfigMap, namespace: "ns".into(), name: name.into() };
+        Observed::Config { stream: 0, key, facts: ConfigFacts { hash, ignored: false, matched: false }, listed }
+    }
+
+    fn workload(name: &str, listed: bool) -> Observed {
+        let d: Deployment = serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": "ns", "uid": name, "annotations": {"reloader.stakater.com/auto": "true"}},
+            "spec": {"selector": {}, "template": {"spec": {"containers": [{"name": "app", "envFrom": [{"configMapRef": {"name": "cfg"}}]}]}}}
+        }))
+        .expect("deployment");
+        let (key, summary) = summarise(&d, &AnnotationKeys::default()).expect("summary");
+        Observed::Workload { stream: 1, key, summary: Box::new(summary), listed }
+    }
+
+    /// Takes every queued key (marking them done).
+    async fn drain(ctx: &Context) -> Vec<String> {
+        let mut out = Vec::new();
+        while !ctx.queue.is_empty() {
+            let (k, _) = ctx.queue.next().await.expect("queued key");
+            ctx.queue.done(&k);
+            out.push(k.name);
+        }
+        out.sort();
+        out
+    }
+
+    #[tokio::test]
+    async fn a_replayed_watch_stream_queues_exactly_what_level_triggering_needs() {
+        let ctx = context();
+        let infos = vec![
+            StreamInfo { source: Source::Config(ConfigKind::ConfigMap), namespace: None },
+            StreamInfo { source: Source::Workload(WorkloadKind::Deployment), namespace: None },
+        ];
+        let (ready_tx, ready) = signal::channel(false);
+        let mut o = Observer::new(ctx.clone(), infos, ready_tx);
+
+        // Initial lists, interleaved: nothing is queued until both are complete.
+        for ev in [Observed::ListStarted(0), Observed::ListStarted(1), config("cfg", "v1", true), workload("web", true)]
+        {
+            o.apply(ev);
+        }
+        o.apply(config("stale", "v1", true));
+        o.apply(Observed::ListDone(0));
+        assert!(ctx.queue.is_empty() && !*ready.borrow(), "not synced yet");
+        o.apply(Observed::ListDone(1));
+        assert!(*ready.borrow());
+        assert_eq!(drain(&ctx).await, ["web"], "every workload is reconciled once after the first sync");
+
+        // A duplicate and a metadata-only event queue nothing; a content change queues its workload.
+        o.apply(config("cfg", "v1", false));
+        assert!(drain(&ctx).await.is_empty());
+        o.apply(config("cfg", "v2", false));
+        assert_eq!(drain(&ctx).await, ["web"]);
+
+        // A relist that no longer contains "stale" forgets it; afterwards everything is reconciled again.
+        o.apply(Observed::ListStarted(0));
+        o.apply(config("cfg", "v2", true));
+        o.apply(Observed::ListDone(0));
+        let stale = ConfigKey { kind: ConfigKind::ConfigMap, namespace: "ns".into(), name: "stale".into() };
+        assert!(ctx.index().config(&stale).is_none());
+        assert_eq!(drain(&ctx).await, ["web"]);
+
+        // Workload relist without "web": it is forgotten, and a later change queues nothing.
+        o.apply(Observed::ListStarted(1));
+        o.apply(workload("api", true));
+        o.apply(Observed::ListDone(1));
+        drain(&ctx).await;
+        o.apply(config("cfg", "v3", false));
+        assert_eq!(drain(&ctx).await, ["api"]);
+    }
+}

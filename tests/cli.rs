@@ -1,0 +1,69 @@
+//! The binary's command line as a user meets it: invalid input exits 2 naming the flag and the accepted
+//! values; env vars set flags; JSON logs carry the reload's fields.
+
+mod common;
+
+use std::process::Command;
+
+use common::*;
+use serde_json::json;
+
+fn run(args: &[&str], env: &[(&str, &str)]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_reloader"))
+        .args(args)
+        .envs(env.iter().copied())
+        .env("KUBECONFIG", "/nonexistent")
+        .output()
+        .expect("run reloader");
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn invalid_flag_values_exit_2_naming_the_flag_and_accepted_values() {
+    let (code, err) = run(&["--reload-strategy=restart"], &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--reload-strategy") && err.contains("env-vars") && err.contains("annotations"), "{err}");
+
+    let (code, err) = run(&["--log-level=loud"], &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--log-level") && err.contains("warning"), "{err}");
+
+    let (code, err) = run(&["--auto-reload-all=perhaps"], &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--auto-reload-all"), "{err}");
+}
+
+#[test]
+fn unknown_flags_exit_2() {
+    let (code, err) = run(&["--no-such-flag"], &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--no-such-flag"), "{err}");
+}
+
+#[test]
+fn env_vars_are_validated_like_flags() {
+    let (code, err) = run(&[], &[("RELOAD_STRATEGY", "bogus")]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("bogus") && err.contains("env-vars"), "{err}");
+}
+
+#[tokio::test]
+async fn json_logs_carry_namespace_workload_kind_config_reason_and_latency() {
+    let ns = TestNamespace::create("json-logs").await;
+    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
+    Kind::Deployment
+        .create(&ns, "web", json!({"reloader.stakater.com/auto": "true"}), json!({}), env_from_configmap("cfg"))
+        .await;
+    // The log format comes from its env var here, as a chart's `env` would set it.
+    let reloader = Reloader::start_with_env(&ns.name, &[], &[("LOG_FORMAT", "json")]).await;
+    set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
+    let line = reloader.wait_log("Changes detected").await;
+    let v: serde_json::Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+    assert_eq!(v["namespace"], ns.name.as_str());
+    assert_eq!(v["workload"], "web");
+    assert_eq!(v["kind"], "Deployment");
+    assert_eq!(v["config"], "cfg");
+    assert_eq!(v["reason"], "auto: referenced via envFrom");
+    assert!(v["latency_ms"].as_f64().is_some_and(|l| l >= 0.0), "{v}");
+    assert_eq!(v["level"], "INFO");
+}
