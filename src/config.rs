@@ -102,6 +102,47 @@ pub struct Args {
     #[arg(long = "kubernetes-namespace", env = "KUBERNETES_NAMESPACE", hide = true)]
     pub kubernetes_namespace: Option<String>,
 
+    /// Reload workloads when a resource they select is created (upstream: a string compared with "true").
+    #[arg(long, env = "RELOAD_ON_CREATE", value_parser = parse_bool, num_args = 0..=1, require_equals = true,
+          default_value = "false", default_missing_value = "true", action = ArgAction::Set)]
+    pub reload_on_create: bool,
+
+    /// Reload workloads when a resource they select is deleted (env-vars: the STAKATER_* var is removed).
+    #[arg(long, env = "RELOAD_ON_DELETE", value_parser = parse_bool, num_args = 0..=1, require_equals = true,
+          default_value = "false", default_missing_value = "true", action = ArgAction::Set)]
+    pub reload_on_delete: bool,
+
+    /// At startup, treat every existing resource as created: workloads with no recorded hash for a resource
+    /// they select are reloaded once (upstream's meaning; without it they are only baselined).
+    #[arg(long, env = "SYNC_AFTER_RESTART", value_parser = parse_bool, num_args = 0..=1, require_equals = true,
+          default_value = "false", default_missing_value = "true", action = ArgAction::Set)]
+    pub sync_after_restart: bool,
+
+    /// Only namespaces whose labels match this selector (global mode only). Upstream's `key:value` and `key:*`
+    /// forms are accepted.
+    #[arg(long, env = "NAMESPACE_SELECTOR", value_delimiter = ',', action = ArgAction::Append)]
+    pub namespace_selector: Vec<String>,
+
+    /// Namespaces to ignore (global mode only).
+    #[arg(long, env = "NAMESPACES_TO_IGNORE", value_delimiter = ',', action = ArgAction::Append)]
+    pub namespaces_to_ignore: Vec<String>,
+
+    /// Only ConfigMaps and Secrets whose labels match this selector (applied by the API server).
+    #[arg(long, env = "RESOURCE_LABEL_SELECTOR", value_delimiter = ',', action = ArgAction::Append)]
+    pub resource_label_selector: Vec<String>,
+
+    /// Do not watch this resource type: `configmaps` or `secrets` (not both).
+    #[arg(long, env = "RESOURCES_TO_IGNORE", value_delimiter = ',', action = ArgAction::Append)]
+    pub resources_to_ignore: Vec<String>,
+
+    /// Workload types not to reload: `jobs`, `cronjobs`, or both.
+    #[arg(long, env = "IGNORED_WORKLOAD_TYPES", value_delimiter = ',', action = ArgAction::Append)]
+    pub ignored_workload_types: Vec<String>,
+
+    /// Changes to several resources of one workload within this window become one rollout (0 disables).
+    #[arg(long, env = "RELOADER_COALESCE_WINDOW", default_value = "1s", value_parser = parse_duration)]
+    pub coalesce_window: Duration,
+
     /// Number of workloads patched concurrently.
     #[arg(long, env = "RELOADER_WORKERS", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..))]
     pub workers: u16,
@@ -193,6 +234,47 @@ impl AnnotationArgs {
     }
 }
 
+/// A flag combination upstream rejects at startup (exit status 2 here), with upstream's message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// `--resources-to-ignore` with an unknown value.
+    #[error("'resources-to-ignore' only accepts 'configmaps' or 'secrets', not '{0}'")]
+    UnknownResourceType(String),
+    /// `--resources-to-ignore` with both types.
+    #[error("'resources-to-ignore' only accepts 'configmaps' or 'secrets', not both")]
+    BothResourcesIgnored,
+    /// `--ignored-workload-types` with an unknown value.
+    #[error("'ignored-workload-types' accepts 'jobs', 'cronjobs', or both, not '{0}'")]
+    UnknownWorkloadType(String),
+    /// An invalid label selector.
+    #[error("--{flag}: {source}")]
+    Selector {
+        /// The flag.
+        flag: &'static str,
+        /// Why.
+        source: crate::selector::SelectorError,
+    },
+}
+
+/// The validated scoping flags.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Scoping {
+    /// Watch ConfigMaps.
+    pub configmaps: bool,
+    /// Watch Secrets.
+    pub secrets: bool,
+    /// Reload Jobs.
+    pub jobs: bool,
+    /// Reload CronJobs.
+    pub cronjobs: bool,
+    /// Namespace label selector (global mode only).
+    pub namespace_selector: Option<String>,
+    /// Namespaces to ignore (global mode only).
+    pub namespaces_to_ignore: Vec<String>,
+    /// ConfigMap/Secret label selector.
+    pub resource_label_selector: Option<String>,
+}
+
 /// Which namespaces are watched.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WatchScope {
@@ -203,6 +285,52 @@ pub enum WatchScope {
 }
 
 impl Args {
+    /// Validates the scoping flags with upstream's rules and messages.
+    pub fn scoping(&self) -> Result<Scoping, ConfigError> {
+        let mut ignored_resources: Vec<String> = Vec::new();
+        for r in self.resources_to_ignore.iter().map(|r| r.trim().to_ascii_lowercase()).filter(|r| !r.is_empty()) {
+            if r != "configmaps" && r != "secrets" {
+                return Err(ConfigError::UnknownResourceType(r));
+            }
+            ignored_resources.push(r);
+        }
+        // upstream v1: more than one entry (even a duplicate) is rejected.
+        if ignored_resources.len() > 1 {
+            return Err(ConfigError::BothResourcesIgnored);
+        }
+        let mut ignored_kinds = Vec::new();
+        for t in self.ignored_workload_types.iter().map(|t| t.trim()).filter(|t| !t.is_empty()) {
+            if t != "jobs" && t != "cronjobs" {
+                return Err(ConfigError::UnknownWorkloadType(t.to_owned()));
+            }
+            ignored_kinds.push(t);
+        }
+        let global = self.watch_scope() == WatchScope::All;
+        let selector =
+            |flag, v: &[String]| crate::selector::normalise(v).map_err(|source| ConfigError::Selector { flag, source });
+        let namespace_selector = selector("namespace-selector", &self.namespace_selector)?;
+        let resource_label_selector = selector("resource-label-selector", &self.resource_label_selector)?;
+        let namespaces_to_ignore: Vec<String> =
+            self.namespaces_to_ignore.iter().map(|n| n.trim().to_owned()).filter(|n| !n.is_empty()).collect();
+        if !global && namespace_selector.is_some() {
+            tracing::warn!("namespace-selector is set but is only honored in global mode; ignoring it");
+        }
+        if !global && !namespaces_to_ignore.is_empty() {
+            tracing::warn!(
+                "namespaces-to-ignore is set but is only honored in global mode (watchGlobally=true); ignoring it."
+            );
+        }
+        Ok(Scoping {
+            configmaps: !ignored_resources.iter().any(|r| r == "configmaps"),
+            secrets: !ignored_resources.iter().any(|r| r == "secrets"),
+            jobs: !ignored_kinds.contains(&"jobs"),
+            cronjobs: !ignored_kinds.contains(&"cronjobs"),
+            namespace_selector: namespace_selector.filter(|_| global),
+            namespaces_to_ignore: if global { namespaces_to_ignore } else { Vec::new() },
+            resource_label_selector,
+        })
+    }
+
     /// Upstream precedence: `--namespaces`, then `KUBERNETES_NAMESPACE`, then all namespaces.
     pub fn watch_scope(&self) -> WatchScope {
         let listed: Vec<String> =
@@ -275,6 +403,41 @@ mod tests {
         let keys = a.annotations.keys();
         assert_eq!(keys.auto, "example.com/auto");
         assert_eq!(keys.named[0], "example.com/cm");
+    }
+
+    #[test]
+    fn resources_to_ignore_accepts_one_type_case_insensitively_with_upstreams_messages() {
+        let s = parse(&["--resources-to-ignore=ConfigMaps"]).expect("parse").scoping().expect("valid");
+        assert!(!s.configmaps && s.secrets);
+        let e = parse(&["--resources-to-ignore=configmaps,secrets"]).expect("parse").scoping().expect_err("both");
+        assert_eq!(e.to_string(), "'resources-to-ignore' only accepts 'configmaps' or 'secrets', not both");
+        let e = parse(&["--resources-to-ignore=pods"]).expect("parse").scoping().expect_err("unknown");
+        assert_eq!(e.to_string(), "'resources-to-ignore' only accepts 'configmaps' or 'secrets', not 'pods'");
+    }
+
+    #[test]
+    fn ignored_workload_types_are_validated_not_silently_skipped() {
+        let s = parse(&["--ignored-workload-types=jobs,cronjobs"]).expect("parse").scoping().expect("valid");
+        assert!(!s.jobs && !s.cronjobs);
+        let e = parse(&["--ignored-workload-types=deployments"]).expect("parse").scoping().expect_err("invalid");
+        assert_eq!(e.to_string(), "'ignored-workload-types' accepts 'jobs', 'cronjobs', or both, not 'deployments'");
+    }
+
+    #[test]
+    fn selectors_are_normalised_and_namespace_scoping_flags_need_global_mode() {
+        let s = parse(&["--namespace-selector=\"team:a,env=prod\"", "--resource-label-selector=reload:*"])
+            .expect("parse")
+            .scoping()
+            .expect("valid");
+        assert_eq!(s.namespace_selector.as_deref(), Some("team=a,env=prod"));
+        assert_eq!(s.resource_label_selector.as_deref(), Some("reload"));
+        let s = parse(&["--namespaces=a", "--namespace-selector=x=y", "--namespaces-to-ignore=b"])
+            .expect("parse")
+            .scoping()
+            .expect("valid");
+        assert_eq!((s.namespace_selector, s.namespaces_to_ignore), (None, vec![]));
+        let e = parse(&["--namespace-selector=a=b=c"]).expect("parse").scoping().expect_err("invalid");
+        assert!(e.to_string().starts_with("--namespace-selector: invalid selector"), "{e}");
     }
 
     #[test]

@@ -35,12 +35,19 @@ pub mod annotation {
     pub const PAUSE_PERIOD: &str = "deployment.reloader.stakater.com/pause-period";
     /// Deployment metadata, written by the controller: when it paused the Deployment.
     pub const PAUSED_AT: &str = "deployment.reloader.stakater.com/paused-at";
+    /// Workload metadata, written by this controller (not upstream): JSON of the hashes the workload was last
+    /// rolled with or baselined at, per resource. Metadata does not roll pods; it lets a restarted controller
+    /// apply exactly once a change made while it was down, even to workloads never reloaded before.
+    pub const APPLIED_HASHES: &str = "reloader.stakater.com/applied-hashes";
     /// Pod template, written by the annotations strategy: JSON record of the last trigger (§3.3).
     pub const LAST_RELOADED_FROM: &str = "reloader.stakater.com/last-reloaded-from";
 }
 
 /// Env var names: `STAKATER_<SANITISED NAME>_<KIND>` (upstream `getEnvVarName`, §3.2).
 pub const ENV_VAR_PREFIX: &str = "STAKATER_";
+
+/// Annotation upstream puts on Jobs it creates from CronJobs (as `kubectl create job --from=cronjob/…`).
+pub const CRONJOB_INSTANTIATE: (&str, &str) = ("cronjob.kubernetes.io/instantiate", "manual");
 
 /// Field manager for every write (upstream v2 uses `reloader`).
 pub const FIELD_MANAGER: &str = "reloader";

@@ -14,6 +14,9 @@ use sha1::{Digest as _, Sha1};
 pub struct ContentHash([u8; 20]);
 
 impl ContentHash {
+    /// A value no content hashes to in practice: "nothing applied yet", so the next plan reloads.
+    pub const NONE: Self = Self([0; 20]);
+
     /// Hash of entries already in `k=v` form: sorted byte-wise, joined with `;`, SHA-1.
     pub fn of_entries(mut entries: Vec<Vec<u8>>) -> Self {
         entries.sort_unstable();

@@ -14,5 +14,6 @@ pub mod hash;
 pub mod index;
 pub mod references;
 pub mod resource;
+pub mod selector;
 pub mod strategy;
 pub mod workload;

@@ -6,7 +6,6 @@ use clap::Parser;
 use reloader::{
     config::{Args, LogFormat},
     controller::{self, Settings},
-    decision::DecisionSettings,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -16,7 +15,15 @@ async fn main() -> ExitCode {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let args = Args::parse();
     init_logging(&args);
-    match run(args).await {
+    let settings = match Settings::from_args(&args) {
+        Ok(s) => s,
+        Err(e) => {
+            // Same status as clap's own validation errors.
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(settings).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!("{e:#}");
@@ -37,16 +44,8 @@ fn init_logging(args: &Args) {
     }
 }
 
-async fn run(args: Args) -> anyhow::Result<()> {
+async fn run(settings: Settings) -> anyhow::Result<()> {
     let client = kube::Client::try_default().await?;
-    let settings = Settings {
-        scope: args.watch_scope(),
-        keys: std::sync::Arc::new(args.annotations.keys()),
-        strategy: args.reload_strategy,
-        decisions: DecisionSettings { auto_reload_all: args.auto_reload_all },
-        workers: usize::from(args.workers),
-        max_backoff: args.max_retry_backoff,
-    };
     let shutdown = CancellationToken::new();
     let (ready_tx, _ready) = tokio::sync::watch::channel(false);
     let signals = shutdown.clone();

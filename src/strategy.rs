@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::core::v1::{EnvVar, PodTemplateSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -37,6 +38,8 @@ pub struct TemplateChange {
     pub hash: ContentHash,
     /// The container that receives the env var.
     pub container: String,
+    /// The resource was deleted: the env var is removed (env-vars) or the delete marker recorded (annotations).
+    pub deleted: bool,
 }
 
 /// upstream v1 `ReloadSource`, fields in upstream's order.
@@ -60,10 +63,15 @@ pub fn template_patch(strategy: ReloadStrategy, changes: &[TemplateChange], now_
         ReloadStrategy::EnvVars => {
             let mut per_container: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
             for c in changes {
-                per_container
-                    .entry(c.container.as_str())
-                    .or_default()
-                    .push(json!({"name": env_var_name(c.kind, &c.name), "value": c.hash.to_string()}));
+                let env = env_var_name(c.kind, &c.name);
+                // Strategic merge: env entries merge by name; `$patch: delete` removes one (upstream v1 removes the
+                // variable of a deleted resource).
+                let entry = if c.deleted {
+                    json!({"name": env, "$patch": "delete"})
+                } else {
+                    json!({"name": env, "value": c.hash.to_string()})
+                };
+                per_container.entry(c.container.as_str()).or_default().push(entry);
             }
             let containers: Vec<Value> =
                 per_container.into_iter().map(|(name, env)| json!({"name": name, "env": env})).collect();
@@ -87,7 +95,57 @@ pub fn template_patch(strategy: ReloadStrategy, changes: &[TemplateChange], now_
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Applies the same change as [`template_patch`] to a full pod template (for kinds that are recreated rather
+/// than patched: a Job from a CronJob, a recreated Job).
+pub fn apply_to_template(
+    template: &mut PodTemplateSpec,
+    strategy: ReloadStrategy,
+    changes: &[TemplateChange],
+    now_unix: i64,
+) {
+    match strategy {
+        ReloadStrategy::EnvVars => {
+            let Some(spec) = template.spec.as_mut() else { return };
+            for c in changes {
+                let Some(container) = spec.containers.iter_mut().find(|k| k.name == c.container) else { continue };
+                let name = env_var_name(c.kind, &c.name);
+                let env = container.env.get_or_insert_with(Vec::new);
+                env.retain(|e| e.name != name);
+                if !c.deleted {
+                    env.push(EnvVar { name, value: Some(c.hash.to_string()), value_from: None });
+                }
+            }
+        }
+        ReloadStrategy::Annotations => {
+            if let Some(Value::String(text)) = template_patch(strategy, changes, now_unix).pointer(POINTER) {
+                let meta = template.metadata.get_or_insert_with(Default::default);
+                meta.annotations
+                    .get_or_insert_with(Default::default)
+                    .insert(LAST_RELOADED_FROM.to_owned(), text.clone());
+            }
+        }
+    }
+}
+
+const POINTER: &str = "/metadata/annotations/reloader.stakater.com~1last-reloaded-from";
+
+/// The `applied-hashes` metadata record: `{"configmap/<name>": "<sha1>", "secret/<name>": …}`.
+pub fn encode_applied_hashes(hashes: &BTreeMap<(ConfigKind, String), ContentHash>) -> String {
+    let map: BTreeMap<String, String> =
+        hashes.iter().map(|((kind, name), hash)| (format!("{}/{name}", kind.v2_kind()), hash.to_string())).collect();
+    serde_json::to_string(&map).unwrap_or_default()
+}
+
+/// Parses an `applied-hashes` record; malformed entries are skipped (the record is only a memory aid).
+pub fn parse_applied_hashes(text: &str) -> BTreeMap<(ConfigKind, String), ContentHash> {
+    let map: BTreeMap<String, String> = serde_json::from_str(text).unwrap_or_default();
+    map.into_iter()
+        .filter_map(|(key, hash)| {
+            let (kind, name) = key.split_once('/')?;
+            Some(((ConfigKind::from_upstream(kind)?, name.to_owned()), ContentHash::parse_hex(&hash)?))
+        })
+        .collect()
+}
 
 /// Both upstream shapes of `last-reloaded-from`: v1 `type`, v2 `kind`.
 #[derive(Deserialize)]
@@ -115,6 +173,7 @@ mod tests {
             namespace: "ns".into(),
             hash: ContentHash::parse_hex(hash).expect("hex"),
             container: container.into(),
+            deleted: false,
         }
     }
 
@@ -158,6 +217,57 @@ mod tests {
             r#"{{"type":"SECRET","name":"db","namespace":"ns","hash":"{H1}","containerRefs":["app"],"observedAt":1700000000}}"#
         );
         assert_eq!(p, json!({"metadata": {"annotations": {LAST_RELOADED_FROM: expected}}}));
+    }
+
+    #[test]
+    fn a_deleted_resource_removes_its_env_var_with_a_delete_directive() {
+        let mut c = change(ConfigKind::ConfigMap, "gone", "app", H1);
+        c.deleted = true;
+        let p = template_patch(ReloadStrategy::EnvVars, &[c], 0);
+        assert_eq!(
+            p,
+            json!({"spec": {"containers": [{"name": "app", "env": [{"name": "STAKATER_GONE_CONFIGMAP", "$patch": "delete"}]}]}})
+        );
+    }
+
+    #[test]
+    fn applying_to_a_template_matches_the_patch() {
+        let mut t: PodTemplateSpec = serde_json::from_value(json!({"spec": {"containers": [
+            {"name": "app", "env": [{"name": "STAKATER_A_CONFIGMAP", "value": "old"}, {"name": "KEEP", "value": "x"}]},
+            {"name": "side"}
+        ]}}))
+        .expect("template");
+        let mut gone = change(ConfigKind::Secret, "gone", "side", H2);
+        gone.deleted = true;
+        apply_to_template(
+            &mut t,
+            ReloadStrategy::EnvVars,
+            &[change(ConfigKind::ConfigMap, "a", "app", H1), change(ConfigKind::Secret, "b", "side", H2), gone],
+            0,
+        );
+        let env = |i: usize| serde_json::to_value(&t.spec.as_ref().expect("spec").containers[i].env).expect("json");
+        assert_eq!(env(0), json!([{"name": "KEEP", "value": "x"}, {"name": "STAKATER_A_CONFIGMAP", "value": H1}]));
+        assert_eq!(env(1), json!([{"name": "STAKATER_B_SECRET", "value": H2}]));
+
+        apply_to_template(&mut t, ReloadStrategy::Annotations, &[change(ConfigKind::ConfigMap, "a", "app", H1)], 7);
+        let patch = template_patch(ReloadStrategy::Annotations, &[change(ConfigKind::ConfigMap, "a", "app", H1)], 7);
+        let written = t.metadata.and_then(|m| m.annotations).and_then(|a| a.get(LAST_RELOADED_FROM).cloned());
+        assert_eq!(written.map(Value::String).as_ref(), patch.pointer(POINTER));
+    }
+
+    #[test]
+    fn applied_hashes_round_trip_and_tolerate_garbage() {
+        let mut m = BTreeMap::new();
+        m.insert((ConfigKind::ConfigMap, "a".to_owned()), ContentHash::parse_hex(H1).expect("hex"));
+        m.insert((ConfigKind::Secret, "b".to_owned()), ContentHash::parse_hex(H2).expect("hex"));
+        let text = encode_applied_hashes(&m);
+        assert_eq!(text, format!(r#"{{"configmap/a":"{H1}","secret/b":"{H2}"}}"#));
+        assert_eq!(parse_applied_hashes(&text), m);
+        assert!(parse_applied_hashes("garbage").is_empty());
+        assert_eq!(
+            parse_applied_hashes(&format!(r#"{{"pod/x":"{H1}","secret/b":"{H2}","configmap/c":"zz"}}"#)).len(),
+            1
+        );
     }
 
     #[test]

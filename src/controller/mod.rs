@@ -7,6 +7,7 @@
 
 mod observer;
 mod queue;
+mod settings;
 mod watch;
 
 use std::{
@@ -22,33 +23,14 @@ use tracing::{debug, error, info, warn};
 
 use observer::Observer;
 pub use queue::WorkQueue;
-pub use watch::{Observed, Source, StreamInfo};
+pub use settings::Settings;
+pub use watch::{Observed, Source, StreamInfo, WatchPlan};
 
 use crate::{
-    annotations::AnnotationKeys,
-    config::WatchScope,
-    decision::DecisionSettings,
     index::{Index, PlannedReload},
-    strategy::{ReloadStrategy, TemplateChange, template_patch},
-    workload::{WorkloadKey, patch_template},
+    strategy::{TemplateChange, encode_applied_hashes},
+    workload::{self, WorkloadKey, WorkloadWrite},
 };
-
-/// What the controller needs to know from the flags.
-#[derive(Clone, Debug)]
-pub struct Settings {
-    /// Watched namespaces.
-    pub scope: WatchScope,
-    /// Annotation keys.
-    pub keys: Arc<AnnotationKeys>,
-    /// `--reload-strategy`.
-    pub strategy: ReloadStrategy,
-    /// Decision settings (`--auto-reload-all`).
-    pub decisions: DecisionSettings,
-    /// Concurrent patches.
-    pub workers: usize,
-    /// Retry backoff cap.
-    pub max_backoff: Duration,
-}
 
 /// Errors of one reconcile.
 #[derive(Debug, thiserror::Error)]
@@ -96,12 +78,13 @@ pub type Ready = signal::Receiver<bool>;
 
 /// Runs the controller until `shutdown` is cancelled; in-flight patches finish before it returns.
 pub async fn run(client: Client, settings: Settings, shutdown: CancellationToken, ready: signal::Sender<bool>) {
-    let (infos, observations) = watch::observe(&client, &settings.scope, settings.keys.clone());
+    let (infos, observations) = watch::observe(&client, &settings.watch, settings.keys.clone());
     let queue = WorkQueue::new(Duration::from_millis(100), settings.max_backoff);
     let ctx = Arc::new(Context { client, settings, index: Mutex::new(Index::default()), queue });
     let workers: Vec<_> = (0..ctx.settings.workers.max(1)).map(|_| tokio::spawn(worker(ctx.clone()))).collect();
     info!(
-        scope = ?ctx.settings.scope,
+        scope = ?ctx.settings.watch.scope,
+        kinds = ?ctx.settings.watch.sources,
         strategy = ?ctx.settings.strategy,
         auto_reload_all = ctx.settings.decisions.auto_reload_all,
         "Starting Reloader"
@@ -141,30 +124,39 @@ async fn worker(ctx: Arc<Context>) {
 }
 
 async fn reconcile(ctx: &Context, key: &WorkloadKey, triggered: Instant) -> Result<(), Error> {
-    let reloads = ctx.index().plan(key, ctx.settings.decisions);
-    if reloads.is_empty() {
+    let plan = ctx.index().plan(key, ctx.settings.decisions, ctx.settings.strategy);
+    if plan.is_empty() {
         return Ok(());
     }
-    let changes: Vec<TemplateChange> = reloads.iter().map(template_change).collect();
-    let now = jiff::Timestamp::now().as_second();
-    let fragment = template_patch(ctx.settings.strategy, &changes, now);
-    match patch_template(&ctx.client, key, fragment).await {
+    let changes: Vec<TemplateChange> = plan.reloads.iter().map(template_change).collect();
+    let write = WorkloadWrite {
+        strategy: ctx.settings.strategy,
+        changes: &changes,
+        now_unix: jiff::Timestamp::now().as_second(),
+        applied_hashes: plan.applied_hashes.as_ref().map(encode_applied_hashes),
+    };
+    match workload::write(&ctx.client, key, &write).await {
         Ok(()) => {}
         Err(kube::Error::Api(status)) if status.code == 404 => {
             debug!(workload = %key, "workload is gone; nothing to reload");
             return Ok(());
         }
         Err(source) => {
-            let resources = reloads.iter().map(|r| r.config.to_string()).collect::<Vec<_>>().join(", ");
+            let resources = plan.reloads.iter().map(|r| r.config.to_string()).collect::<Vec<_>>().join(", ");
+            let resources = if resources.is_empty() { "its applied-hashes record".to_owned() } else { resources };
             return Err(Error::Patch { workload: key.to_string(), resources, source });
         }
     }
-    ctx.index().mark_applied(key, &reloads);
+    ctx.index().mark_written(key, &plan);
     let latency_ms = triggered.elapsed().as_secs_f64() * 1000.0;
-    for r in &reloads {
+    if plan.reloads.is_empty() {
+        debug!(workload = %key, "recorded applied hashes");
+    }
+    for r in &plan.reloads {
         info!(
             namespace = %key.namespace, workload = %key.name, kind = %key.kind,
             config = %r.config.name, config_kind = %r.config.kind, reason = %r.reason, latency_ms,
+            deleted = r.deleted,
             "Changes detected in '{}' of type '{}' in namespace '{}'; updated '{}' of type '{}' in namespace '{}'",
             r.config.name, r.config.kind.upstream_type(), r.config.namespace, key.name, key.kind, key.namespace
         );
@@ -179,6 +171,7 @@ fn template_change(r: &PlannedReload) -> TemplateChange {
         namespace: r.config.namespace.to_string(),
         hash: r.hash,
         container: r.container.clone(),
+        deleted: r.deleted,
     }
 }
 

@@ -5,7 +5,7 @@
 use std::{
     collections::{HashMap, HashSet},
     sync::Arc,
-    time::Instant,
+    time::{Duration, Instant},
 };
 
 use tokio::sync::watch as signal;
@@ -13,7 +13,7 @@ use tracing::{debug, info, warn};
 
 use super::{Context, Observed, Source, StreamInfo};
 use crate::{
-    index::{ConfigKey, ConfigUpdate},
+    index::{Baseline, ConfigKey, ConfigUpdate},
     workload::WorkloadKey,
 };
 
@@ -24,6 +24,9 @@ pub(super) struct Observer {
     listed: Vec<bool>,
     seen_configs: HashMap<usize, HashSet<ConfigKey>>,
     seen_workloads: HashMap<usize, HashSet<WorkloadKey>>,
+    seen_namespaces: HashMap<usize, HashSet<String>>,
+    /// Namespaces matching `--namespace-selector` (only consulted when it is set).
+    selected: HashSet<String>,
     synced: bool,
     ready: signal::Sender<bool>,
 }
@@ -31,7 +34,40 @@ pub(super) struct Observer {
 impl Observer {
     pub(super) fn new(ctx: Arc<Context>, infos: Vec<StreamInfo>, ready: signal::Sender<bool>) -> Self {
         let listed = vec![false; infos.len()];
-        Self { ctx, infos, listed, seen_configs: HashMap::new(), seen_workloads: HashMap::new(), synced: false, ready }
+        Self {
+            ctx,
+            infos,
+            listed,
+            seen_configs: HashMap::new(),
+            seen_workloads: HashMap::new(),
+            seen_namespaces: HashMap::new(),
+            selected: HashSet::new(),
+            synced: false,
+            ready,
+        }
+    }
+
+    /// Whether changes in `namespace` are acted on (`--namespaces-to-ignore`, `--namespace-selector`).
+    fn active(&self, namespace: &str) -> bool {
+        let s = &self.ctx.settings;
+        !s.namespaces_to_ignore.iter().any(|n| n == namespace)
+            && (s.watch.namespace_selector.is_none() || self.selected.contains(namespace))
+    }
+
+    /// Baseline for resources first seen now: before the first sync only `--sync-after-restart` makes
+    /// unrecorded pairs stale; afterwards only `--reload-on-create` does (for resources, not workloads).
+    fn baseline(&self, for_resource: bool) -> Baseline {
+        let s = &self.ctx.settings;
+        let stale = if self.synced { for_resource && s.reload_on_create } else { s.sync_after_restart };
+        if stale { Baseline::Stale } else { Baseline::Current }
+    }
+
+    fn enqueue(&self, key: WorkloadKey, at: Instant, coalesce: bool) {
+        if !self.active(&key.namespace) {
+            return;
+        }
+        let window = if coalesce { self.ctx.settings.coalesce_window } else { Duration::ZERO };
+        self.ctx.queue.add_after(key, at, window);
     }
 
     pub(super) fn apply(&mut self, o: Observed) {
@@ -40,45 +76,70 @@ impl Observer {
             Observed::ListStarted(id) => {
                 self.seen_configs.insert(id, HashSet::new());
                 self.seen_workloads.insert(id, HashSet::new());
+                self.seen_namespaces.insert(id, HashSet::new());
             }
             Observed::ListDone(id) => self.list_done(id),
             Observed::Config { stream, mut key, facts, listed } => {
+                let baseline = self.baseline(true);
                 let mut index = self.ctx.index();
                 key.namespace = index.intern(&key.namespace);
                 if listed {
                     self.seen_configs.entry(stream).or_default().insert(key.clone());
                 }
-                let update = index.upsert_config(key.clone(), facts);
+                let update = index.upsert_config(key.clone(), facts, baseline);
                 debug!(resource = %key, ?update, "observed");
-                if let ConfigUpdate::Changed { .. } = update
-                    && self.synced
-                {
+                let trigger = match update {
+                    ConfigUpdate::Changed { .. } => true,
+                    ConfigUpdate::Created => baseline == Baseline::Stale,
+                    ConfigUpdate::MetadataOnly | ConfigUpdate::Unchanged => false,
+                };
+                if trigger && self.synced {
                     for w in index.candidates(&key) {
-                        self.ctx.queue.add(w, now);
+                        self.enqueue(w, now, true);
                     }
                 }
             }
             Observed::ConfigDeleted(key) => {
-                self.ctx.index().remove_config(&key);
+                let tombstone = self.ctx.settings.reload_on_delete;
+                let mut index = self.ctx.index();
+                if index.delete_config(&key, tombstone) && tombstone && self.synced {
+                    for w in index.candidates(&key) {
+                        self.enqueue(w, now, true);
+                    }
+                }
             }
             Observed::Workload { stream, mut key, summary, listed } => {
+                let baseline = self.baseline(false);
                 let mut index = self.ctx.index();
                 key.namespace = index.intern(&key.namespace);
                 if listed {
                     self.seen_workloads.entry(stream).or_default().insert(key.clone());
                 }
-                let update = index.upsert_workload(key.clone(), *summary);
+                let update = index.upsert_workload(key.clone(), *summary, baseline);
                 drop(index);
                 for p in &update.new_problems {
                     warn!(namespace = %key.namespace, workload = %key.name, kind = %key.kind, key = %p.key,
                           value = %p.value, "{} '{}' in namespace '{}': {}", key.kind, key.name, key.namespace, p.message);
                 }
                 if update.relevant && self.synced {
-                    self.ctx.queue.add(key, now);
+                    self.enqueue(key, now, false);
                 }
             }
             Observed::WorkloadDeleted(key) => {
                 self.ctx.index().delete_workload(&key);
+            }
+            Observed::NamespaceSelected { stream, name, listed } => {
+                if listed {
+                    self.seen_namespaces.entry(stream).or_default().insert(name.clone());
+                }
+                if self.selected.insert(name.clone()) {
+                    info!("added namespace to be watched: {name}");
+                }
+            }
+            Observed::NamespaceDeselected(name) => {
+                if self.selected.remove(&name) {
+                    info!("removed namespace from watch: {name}");
+                }
             }
             Observed::Error { stream, message } => {
                 let info = &self.infos[stream];
@@ -87,7 +148,8 @@ impl Observer {
         }
     }
 
-    /// After a (re)list: forget what the list no longer contains; after the first complete sync, reconcile all.
+    /// After a (re)list: forget what the list no longer contains; after the first complete sync, and after
+    /// every relist, reconcile all workloads (an unchanged one costs no request).
     fn list_done(&mut self, id: usize) {
         let info = &self.infos[id];
         let ns = info.namespace.as_deref();
@@ -95,9 +157,10 @@ impl Observer {
         match info.source {
             Source::Config(kind) => {
                 let seen = self.seen_configs.remove(&id).unwrap_or_default();
+                let tombstone = self.ctx.settings.reload_on_delete;
                 for key in index.configs_of(kind, ns) {
                     if !seen.contains(&key) {
-                        index.remove_config(&key);
+                        index.delete_config(&key, tombstone);
                     }
                 }
             }
@@ -109,22 +172,23 @@ impl Observer {
                     }
                 }
             }
+            Source::Namespaces => {
+                let seen = self.seen_namespaces.remove(&id).unwrap_or_default();
+                self.selected.retain(|n| seen.contains(n));
+            }
         }
         self.listed[id] = true;
-        if !self.synced && self.listed.iter().all(|l| *l) {
+        let first_sync = !self.synced && self.listed.iter().all(|l| *l);
+        if first_sync {
             self.synced = true;
             let (configs, workloads) = index.sizes();
             info!(configs, workloads, "all watches synced; reconciling every workload once");
-            let now = Instant::now();
-            for key in index.workload_keys() {
-                self.ctx.queue.add(key, now);
-            }
             let _ = self.ready.send(true);
-        } else if self.synced {
-            // A relist after a lost watch: reconcile everything again; unchanged workloads cost no request.
+        }
+        if self.synced {
             let now = Instant::now();
             for key in index.workload_keys() {
-                self.ctx.queue.add(key, now);
+                self.enqueue(key, now, false);
             }
         }
     }
@@ -141,7 +205,7 @@ mod tests {
     use crate::{
         annotations::AnnotationKeys,
         config::WatchScope,
-        controller::{Settings, WorkQueue},
+        controller::{Settings, WatchPlan, WorkQueue},
         decision::DecisionSettings,
         hash::ContentHash,
         index::{ConfigFacts, Index},
@@ -155,7 +219,17 @@ mod tests {
         let (service, _handle) =
             tower_test::mock::pair::<http::Request<kube::client::Body>, http::Response<kube::client::Body>>();
         let settings = Settings {
-            scope: WatchScope::All,
+            watch: WatchPlan {
+                scope: WatchScope::All,
+                sources: vec![],
+                resource_label_selector: None,
+                namespace_selector: None,
+            },
+            namespaces_to_ignore: vec![],
+            reload_on_create: false,
+            reload_on_delete: false,
+            sync_after_restart: false,
+            coalesce_window: Duration::ZERO,
             keys: Arc::new(AnnotationKeys::default()),
             strategy: ReloadStrategy::EnvVars,
             decisions: DecisionSettings::default(),
@@ -174,7 +248,12 @@ mod tests {
         let data = [("k".to_owned(), value.to_owned())].into_iter().collect();
         let hash: ContentHash = crate::hash::configmap(Some(&data), None);
         let key = ConfigKey { kind: ConfigKind::ConfigMap, namespace: "ns".into(), name: name.into() };
-        Observed::Config { stream: 0, key, facts: ConfigFacts { hash, ignored: false, matched: false }, listed }
+        Observed::Config {
+            stream: 0,
+            key,
+            facts: ConfigFacts { hash, ignored: false, matched: false, deleted: false },
+            listed,
+        }
     }
 
     fn workload(name: &str, listed: bool) -> Observed {

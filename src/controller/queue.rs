@@ -16,6 +16,8 @@ struct State<K> {
     /// Keys waiting in `queue` or to be re-queued after their in-flight run, with their first trigger time.
     waiting: HashMap<K, Instant>,
     in_flight: HashSet<K>,
+    /// Keys whose delayed add is pending, with their first trigger time.
+    delayed: HashMap<K, Instant>,
     failures: HashMap<K, u32>,
     closed: bool,
 }
@@ -46,6 +48,7 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
             queue: VecDeque::new(),
             waiting: HashMap::new(),
             in_flight: HashSet::new(),
+            delayed: HashMap::new(),
             failures: HashMap::new(),
             closed: false,
         };
@@ -72,6 +75,32 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
             drop(s);
             self.notify.notify_one();
         }
+    }
+
+    /// Adds `key` after `delay` (coalescing): triggers that arrive meanwhile join the same run. The window
+    /// starts at the first trigger and is not extended, so a constantly changing resource cannot starve it.
+    pub fn add_after(&self, key: K, at: Instant, delay: Duration) {
+        if delay.is_zero() {
+            return self.add(key, at);
+        }
+        {
+            let mut s = self.lock();
+            if s.closed || s.waiting.contains_key(&key) {
+                return;
+            }
+            if let Some(t) = s.delayed.get_mut(&key) {
+                *t = (*t).min(at);
+                return;
+            }
+            s.delayed.insert(key.clone(), at);
+        }
+        let queue = self.clone();
+        let deadline = tokio::time::Instant::now() + delay;
+        tokio::spawn(async move {
+            tokio::time::sleep_until(deadline).await;
+            let first = queue.lock().delayed.remove(&key);
+            queue.add(key, first.unwrap_or(at));
+        });
     }
 
     /// Waits for the next key; `None` once the queue is shut down and empty.
@@ -114,8 +143,9 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
         self.finish(s, key);
         let queue = self.clone();
         let key = key.clone();
+        let deadline = tokio::time::Instant::now() + delay;
         tokio::spawn(async move {
-            tokio::time::sleep(delay).await;
+            tokio::time::sleep_until(deadline).await;
             queue.add(key, first_trigger);
         });
         (attempt, delay)
@@ -202,6 +232,21 @@ mod tests {
         q.add("a", t0);
         let (k, at) = q.next().await.expect("a");
         assert_eq!(q.retry(&k, at).1, Duration::from_millis(10), "success resets the backoff");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn delayed_adds_coalesce_within_the_window() {
+        let q = queue();
+        let t0 = Instant::now();
+        q.add_after("a", t0, Duration::from_millis(100));
+        tokio::time::advance(Duration::from_millis(50)).await;
+        q.add_after("a", t0 + Duration::from_millis(50), Duration::from_millis(100));
+        assert!(q.is_empty(), "nothing before the window ends");
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        assert_eq!(q.len(), 1, "one run for both triggers, at the end of the first window");
+        assert_eq!(q.next().await, Some(("a", t0)));
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(q.is_empty(), "the second trigger did not schedule another run");
     }
 
     #[tokio::test]

@@ -9,11 +9,13 @@ use k8s_openapi::{
     NamespaceResourceScope,
     api::{
         apps::v1::{DaemonSet, Deployment, StatefulSet},
-        core::v1::{ConfigMap, Secret},
+        batch::v1::{CronJob, Job},
+        core::v1::{ConfigMap, Namespace, Secret},
     },
 };
 use kube::{
     Api, Client, Resource, ResourceExt,
+    core::PartialObjectMeta,
     runtime::{WatchStreamExt, watcher},
 };
 use serde::de::DeserializeOwned;
@@ -35,6 +37,8 @@ pub enum Source {
     Config(ConfigKind),
     /// A workload kind.
     Workload(WorkloadKind),
+    /// Namespaces matching `--namespace-selector`.
+    Namespaces,
 }
 
 /// A watch stream: its kind and namespace (`None` = all namespaces).
@@ -55,60 +59,91 @@ pub enum Observed {
     ListDone(usize),
     /// A resource exists with these facts (`listed`: part of a (re)list).
     Config { stream: usize, key: ConfigKey, facts: ConfigFacts, listed: bool },
-    /// A resource was deleted.
+    /// A resource was deleted (or stopped matching the resource label selector).
     ConfigDeleted(ConfigKey),
     /// A workload exists.
     Workload { stream: usize, key: WorkloadKey, summary: Box<WorkloadSummary>, listed: bool },
     /// A workload was deleted.
     WorkloadDeleted(WorkloadKey),
+    /// A namespace matches the namespace selector.
+    NamespaceSelected { stream: usize, name: String, listed: bool },
+    /// A namespace no longer matches (or was deleted).
+    NamespaceDeselected(String),
     /// The watch failed; it retries with backoff.
     Error { stream: usize, message: String },
 }
 
-/// Every kind watched, per namespace in scope.
-const SOURCES: [Source; 5] = [
-    Source::Config(ConfigKind::ConfigMap),
-    Source::Config(ConfigKind::Secret),
-    Source::Workload(WorkloadKind::Deployment),
-    Source::Workload(WorkloadKind::StatefulSet),
-    Source::Workload(WorkloadKind::DaemonSet),
-];
+/// What to watch, from the validated flags.
+#[derive(Clone, Debug)]
+pub struct WatchPlan {
+    /// Namespaces.
+    pub scope: WatchScope,
+    /// Kinds.
+    pub sources: Vec<Source>,
+    /// `--resource-label-selector`, applied by the API server to ConfigMaps and Secrets.
+    pub resource_label_selector: Option<String>,
+    /// `--namespace-selector`, applied by the API server to a Namespace watch.
+    pub namespace_selector: Option<String>,
+}
 
-/// Builds every watch stream for `scope` and merges them.
+/// Builds every watch stream of `plan` and merges them.
 pub fn observe(
     client: &Client,
-    scope: &WatchScope,
+    plan: &WatchPlan,
     keys: Arc<AnnotationKeys>,
 ) -> (Vec<StreamInfo>, BoxStream<'static, Observed>) {
-    let namespaces: Vec<Option<String>> = match scope {
+    let namespaces: Vec<Option<String>> = match &plan.scope {
         WatchScope::All => vec![None],
         WatchScope::Namespaces(list) => list.iter().cloned().map(Some).collect(),
     };
+    let mut configs_cfg = watcher::Config::default();
+    if let Some(sel) = &plan.resource_label_selector {
+        configs_cfg = configs_cfg.labels(sel);
+    }
     let mut infos = Vec::new();
     let mut streams: Vec<BoxStream<'static, Observed>> = Vec::new();
+    if let Some(sel) = &plan.namespace_selector {
+        infos.push(StreamInfo { source: Source::Namespaces, namespace: None });
+        streams.push(namespace_stream(client, sel, streams.len()));
+    }
     for ns in namespaces {
-        for source in SOURCES {
+        for &source in &plan.sources {
             let id = streams.len();
             let keys = keys.clone();
             let stream = match source {
                 Source::Config(ConfigKind::Secret) => {
-                    let cfg = watcher::Config::default().fields(SECRET_FIELD_SELECTOR);
+                    let cfg = configs_cfg.clone().fields(SECRET_FIELD_SELECTOR);
                     config_stream(api::<Secret>(client, &ns), cfg, id, keys, secret_facts)
                 }
                 Source::Config(_) => {
-                    config_stream(api::<ConfigMap>(client, &ns), watcher::Config::default(), id, keys, configmap_facts)
+                    config_stream(api::<ConfigMap>(client, &ns), configs_cfg.clone(), id, keys, configmap_facts)
                 }
                 Source::Workload(WorkloadKind::Deployment) => workload_stream::<Deployment>(api(client, &ns), id, keys),
                 Source::Workload(WorkloadKind::StatefulSet) => {
                     workload_stream::<StatefulSet>(api(client, &ns), id, keys)
                 }
                 Source::Workload(WorkloadKind::DaemonSet) => workload_stream::<DaemonSet>(api(client, &ns), id, keys),
+                Source::Workload(WorkloadKind::CronJob) => workload_stream::<CronJob>(api(client, &ns), id, keys),
+                Source::Workload(WorkloadKind::Job) => workload_stream::<Job>(api(client, &ns), id, keys),
+                Source::Namespaces => continue,
             };
             infos.push(StreamInfo { source, namespace: ns.clone() });
             streams.push(stream);
         }
     }
     (infos, futures::stream::select_all(streams).boxed())
+}
+
+fn namespace_stream(client: &Client, selector: &str, id: usize) -> BoxStream<'static, Observed> {
+    let api: Api<PartialObjectMeta<Namespace>> = Api::all(client.clone());
+    translate(
+        watcher(api, watcher::Config::default().labels(selector)).default_backoff(),
+        id,
+        move |ns: PartialObjectMeta<Namespace>, listed| {
+            Some(Observed::NamespaceSelected { stream: id, name: ns.name_any(), listed })
+        },
+        |ns: PartialObjectMeta<Namespace>| Some(Observed::NamespaceDeselected(ns.name_any())),
+    )
 }
 
 fn api<K>(client: &Client, namespace: &Option<String>) -> Api<K>
@@ -136,12 +171,15 @@ fn config_key(kind: ConfigKind, obj: &impl Resource) -> Option<ConfigKey> {
 fn configmap_facts(cm: &ConfigMap, keys: &AnnotationKeys) -> Option<(ConfigKey, ConfigFacts)> {
     let (ignored, matched) = flags(cm, keys);
     let hash = hash::configmap(cm.data.as_ref(), cm.binary_data.as_ref());
-    Some((config_key(ConfigKind::ConfigMap, cm)?, ConfigFacts { hash, ignored, matched }))
+    Some((config_key(ConfigKind::ConfigMap, cm)?, ConfigFacts { hash, ignored, matched, deleted: false }))
 }
 
 fn secret_facts(s: &Secret, keys: &AnnotationKeys) -> Option<(ConfigKey, ConfigFacts)> {
     let (ignored, matched) = flags(s, keys);
-    Some((config_key(ConfigKind::Secret, s)?, ConfigFacts { hash: hash::secret(s.data.as_ref()), ignored, matched }))
+    Some((
+        config_key(ConfigKind::Secret, s)?,
+        ConfigFacts { hash: hash::secret(s.data.as_ref()), ignored, matched, deleted: false },
+    ))
 }
 
 fn config_stream<K>(

@@ -1,8 +1,10 @@
 //! The workload kinds that get reloaded. Each kind lives in its own file and implements [`WorkloadObject`];
 //! adding a kind means one file plus a line in [`WorkloadKind`] and the dispatch in [`patch_template`].
 
+mod cronjob;
 mod daemonset;
 mod deployment;
+mod job;
 mod statefulset;
 
 use std::{collections::BTreeMap, fmt, sync::Arc};
@@ -23,11 +25,11 @@ use serde_json::{Value, json};
 
 use crate::{
     annotations::{AnnotationKeys, WorkloadAnnotations, WorkloadProblem},
-    constants::FIELD_MANAGER,
+    constants::{FIELD_MANAGER, annotation::APPLIED_HASHES},
     hash::ContentHash,
     references::{ConfigUse, config_uses},
     resource::{ConfigKind, env_var_name},
-    strategy::parse_last_reloaded_from,
+    strategy::{self, ReloadStrategy, TemplateChange, parse_applied_hashes, parse_last_reloaded_from},
 };
 
 /// Kinds of workloads.
@@ -39,6 +41,10 @@ pub enum WorkloadKind {
     StatefulSet,
     /// apps/v1 DaemonSet.
     DaemonSet,
+    /// batch/v1 CronJob (a reload spawns a Job).
+    CronJob,
+    /// batch/v1 Job (a reload recreates it).
+    Job,
 }
 
 impl fmt::Display for WorkloadKind {
@@ -95,6 +101,8 @@ pub struct WorkloadSummary {
     pub env_records: Vec<(String, String, ContentHash)>,
     /// The `last-reloaded-from` record, if any.
     pub annotation_record: Option<(ConfigKind, String, ContentHash)>,
+    /// The `applied-hashes` metadata record.
+    pub applied_hashes: BTreeMap<(ConfigKind, String), ContentHash>,
 }
 
 /// Summarises a workload object for the index.
@@ -129,6 +137,13 @@ pub fn summarise<K: WorkloadObject>(obj: &K, keys: &AnnotationKeys) -> Option<(W
         first_container: spec.and_then(|s| s.containers.first()).map(|c| c.name.clone()),
         env_records,
         annotation_record,
+        applied_hashes: obj
+            .meta()
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(crate::constants::annotation::APPLIED_HASHES))
+            .map(|v| parse_applied_hashes(v))
+            .unwrap_or_default(),
     };
     Some((WorkloadKey { kind: K::KIND, namespace: namespace.into(), name: obj.name_any() }, summary))
 }
@@ -151,13 +166,59 @@ fn env_name_collisions(uses: &[ConfigUse]) -> Vec<WorkloadProblem> {
         .collect()
 }
 
-/// Sends one patch that merges `template_fragment` into the workload's pod template.
-pub async fn patch_template(client: &Client, key: &WorkloadKey, template_fragment: Value) -> Result<(), kube::Error> {
-    let body = json!({"spec": {"template": template_fragment}});
+/// Everything one reconcile writes to a workload.
+#[derive(Clone, Debug)]
+pub struct WorkloadWrite<'a> {
+    /// How the reload is recorded in the template.
+    pub strategy: ReloadStrategy,
+    /// The resources reloaded for (may be empty when only the record is written).
+    pub changes: &'a [TemplateChange],
+    /// Now, for upstream's `observedAt`.
+    pub now_unix: i64,
+    /// New `applied-hashes` record, if it must be written.
+    pub applied_hashes: Option<String>,
+}
+
+/// Writes a reload: one strategic merge patch for Deployments, StatefulSets and DaemonSets; a new Job for a
+/// CronJob; delete and recreate for a Job.
+pub async fn write(client: &Client, key: &WorkloadKey, w: &WorkloadWrite<'_>) -> Result<(), kube::Error> {
     match key.kind {
-        WorkloadKind::Deployment => strategic_patch::<Deployment>(client, key, &body).await,
-        WorkloadKind::StatefulSet => strategic_patch::<StatefulSet>(client, key, &body).await,
-        WorkloadKind::DaemonSet => strategic_patch::<DaemonSet>(client, key, &body).await,
+        WorkloadKind::Deployment => template_patch::<Deployment>(client, key, w).await,
+        WorkloadKind::StatefulSet => template_patch::<StatefulSet>(client, key, w).await,
+        WorkloadKind::DaemonSet => template_patch::<DaemonSet>(client, key, w).await,
+        WorkloadKind::CronJob => cronjob::write(client, key, w).await,
+        WorkloadKind::Job => job::write(client, key, w).await,
+    }
+}
+
+fn metadata_fragment(w: &WorkloadWrite<'_>) -> Option<Value> {
+    w.applied_hashes.as_ref().map(|h| json!({"annotations": {APPLIED_HASHES: h}}))
+}
+
+async fn template_patch<K: WorkloadObject>(
+    client: &Client,
+    key: &WorkloadKey,
+    w: &WorkloadWrite<'_>,
+) -> Result<(), kube::Error> {
+    let mut body = json!({});
+    if let Some(meta) = metadata_fragment(w) {
+        body["metadata"] = meta;
+    }
+    if !w.changes.is_empty() {
+        body["spec"] = json!({"template": strategy::template_patch(w.strategy, w.changes, w.now_unix)});
+    }
+    strategic_patch::<K>(client, key, &body).await
+}
+
+/// Records the hashes only (metadata never rolls pods).
+async fn patch_metadata<K: WorkloadObject>(
+    client: &Client,
+    key: &WorkloadKey,
+    w: &WorkloadWrite<'_>,
+) -> Result<(), kube::Error> {
+    match metadata_fragment(w) {
+        Some(meta) => strategic_patch::<K>(client, key, &json!({"metadata": meta})).await,
+        None => Ok(()),
     }
 }
 
@@ -170,7 +231,6 @@ async fn strategic_patch<K: WorkloadObject>(
     let params = PatchParams { field_manager: Some(FIELD_MANAGER.into()), ..PatchParams::default() };
     api.patch(&key.name, &params, &Patch::Strategic(body)).await.map(|_| ())
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;

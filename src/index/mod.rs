@@ -5,19 +5,22 @@
 //! "Applied" is level-triggered (design.md): a workload is reloaded for a resource when the hash it was last
 //! rolled with differs from the resource's current hash. That hash is, in order: one we wrote and have not
 //! yet seen echoed by the watch (`pending`), the `STAKATER_*` env var / `last-reloaded-from` record on the
-//! template, or a baseline (`assumed`) taken when the pair was first seen or while the workload did not
-//! select the resource. A relist or restart therefore converges to "nothing to do" when nothing changed.
+//! pod template, the `applied-hashes` record on the workload's metadata (written with every reload and when a
+//! workload is first seen, so restarts know it too), or an in-memory baseline (`assumed`).
+
+mod plan;
 
 use std::{
-    collections::{BTreeSet, HashMap, HashSet},
+    collections::{BTreeMap, BTreeSet, HashMap, HashSet},
     sync::Arc,
 };
 
+pub use plan::{PlannedReload, WorkloadPlan};
+
 use crate::{
     annotations::WorkloadProblem,
-    decision::{DecisionSettings, ReloadDecision, ReloadReason, ResourceFacts, SkipReason, WorkloadFacts, decide},
     hash::ContentHash,
-    resource::{ConfigKind, env_var_name},
+    resource::ConfigKind,
     workload::{WorkloadKey, WorkloadKind, WorkloadSummary},
 };
 
@@ -41,12 +44,14 @@ impl std::fmt::Display for ConfigKey {
 /// What the index keeps per resource.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ConfigFacts {
-    /// Content hash (upstream SHA-1).
+    /// Content hash (upstream SHA-1; upstream's delete marker once deleted).
     pub hash: ContentHash,
     /// `ignore: "true"`.
     pub ignored: bool,
     /// `match: "true"`.
     pub matched: bool,
+    /// Deleted, kept as a tombstone because `--reload-on-delete` is on.
+    pub deleted: bool,
 }
 
 /// How an upsert changed a resource.
@@ -54,7 +59,7 @@ pub struct ConfigFacts {
 pub enum ConfigUpdate {
     /// First seen.
     Created,
-    /// Content changed.
+    /// Content changed (or a deleted resource came back).
     Changed {
         /// The previous hash.
         old: ContentHash,
@@ -65,28 +70,31 @@ pub enum ConfigUpdate {
     Unchanged,
 }
 
+/// What a workload with no record is assumed to run with, for a resource first seen now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Baseline {
+    /// The resource's current hash: nothing to do (upstream: creations do not reload by default).
+    Current,
+    /// Nothing: the next plan reloads it (`--reload-on-create`, `--sync-after-restart`).
+    Stale,
+}
+
+impl Baseline {
+    fn hash(self, current: ContentHash) -> ContentHash {
+        match self {
+            Self::Current => current,
+            Self::Stale => ContentHash::NONE,
+        }
+    }
+}
+
 /// How an upsert changed a workload.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct WorkloadUpdate {
     /// New, or its references/annotations/records changed: worth reconciling.
     pub relevant: bool,
-    /// Annotation problems that are new with this version of the workload (to report once).
+    /// Problems that are new with this version of the workload (to report once).
     pub new_problems: Vec<WorkloadProblem>,
-}
-
-/// One resource a workload must be reloaded for.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PlannedReload {
-    /// The resource.
-    pub config: ConfigKey,
-    /// Its current hash.
-    pub hash: ContentHash,
-    /// The hash the workload was rolled with.
-    pub previous: ContentHash,
-    /// Container receiving the env var.
-    pub container: String,
-    /// Why.
-    pub reason: ReloadReason,
 }
 
 type Pair = (ConfigKind, String);
@@ -97,6 +105,8 @@ struct WorkloadState {
     assumed: HashMap<Pair, ContentHash>,
     /// Hashes we wrote that the watch has not echoed yet (they beat possibly stale records).
     pending: HashMap<Pair, ContentHash>,
+    /// The applied-hashes record we last wrote, until the watch echoes it.
+    persisted: Option<BTreeMap<Pair, ContentHash>>,
 }
 
 /// The in-memory index.
@@ -130,11 +140,12 @@ impl Index {
         self.configs.get(key)
     }
 
-    /// Records a resource. A new resource becomes the baseline of every workload that may use it.
-    pub fn upsert_config(&mut self, key: ConfigKey, facts: ConfigFacts) -> ConfigUpdate {
+    /// Records a resource. A new resource becomes, per `baseline`, what the workloads that may use it and have
+    /// no record of it are assumed to run with.
+    pub fn upsert_config(&mut self, key: ConfigKey, facts: ConfigFacts, baseline: Baseline) -> ConfigUpdate {
         let update = match self.configs.insert(key.clone(), facts) {
             None => ConfigUpdate::Created,
-            Some(old) if old.hash != facts.hash => ConfigUpdate::Changed { old: old.hash },
+            Some(old) if old.hash != facts.hash || old.deleted => ConfigUpdate::Changed { old: old.hash },
             Some(old) if old != facts => ConfigUpdate::MetadataOnly,
             Some(_) => ConfigUpdate::Unchanged,
         };
@@ -142,16 +153,29 @@ impl Index {
             let pair = (key.kind, key.name.clone());
             for w in self.candidates(&key) {
                 if let Some(state) = self.workloads.get_mut(&w) {
-                    state.assumed.entry(pair.clone()).or_insert(facts.hash);
+                    state.assumed.insert(pair.clone(), baseline.hash(facts.hash));
                 }
             }
         }
         update
     }
 
-    /// Forgets a resource.
-    pub fn remove_config(&mut self, key: &ConfigKey) -> bool {
-        self.configs.remove(key).is_some()
+    /// Forgets a resource, or with `tombstone` keeps it as deleted so workloads can react to the deletion
+    /// (a tombstone deleted again is forgotten, so relists prune them). Returns whether a live resource was
+    /// turned into a tombstone or forgotten.
+    pub fn delete_config(&mut self, key: &ConfigKey, tombstone: bool) -> bool {
+        match self.configs.get_mut(key) {
+            Some(f) if tombstone && !f.deleted => {
+                *f = ConfigFacts { hash: ContentHash::delete_marker(), deleted: true, ..*f };
+                true
+            }
+            Some(f) => {
+                let was_live = !f.deleted;
+                self.configs.remove(key);
+                was_live
+            }
+            None => false,
+        }
     }
 
     /// Workloads that may reload when `key` changes: those referencing it and those with a named list for its
@@ -167,14 +191,22 @@ impl Index {
         out.into_iter().collect()
     }
 
-    /// Records a workload; keeps what we know about it when the UID is unchanged.
-    pub fn upsert_workload(&mut self, key: WorkloadKey, summary: WorkloadSummary) -> WorkloadUpdate {
-        let old = self.remove_workload(&key);
-        let (mut assumed, mut pending, old_summary) = match old {
-            Some(s) if s.summary.uid == summary.uid => (s.assumed, s.pending, Some(s.summary)),
+    /// Records a workload; keeps what we know about it when the UID is unchanged. Resources it may use that it
+    /// has no baseline for get one per `baseline`.
+    pub fn upsert_workload(
+        &mut self,
+        key: WorkloadKey,
+        summary: WorkloadSummary,
+        baseline: Baseline,
+    ) -> WorkloadUpdate {
+        let (mut assumed, mut pending, mut persisted, old_summary) = match self.remove_workload(&key) {
+            Some(s) if s.summary.uid == summary.uid => (s.assumed, s.pending, s.persisted, Some(s.summary)),
             _ => Default::default(),
         };
-        pending.retain(|pair, hash| record(&summary, pair, None) != Some(*hash));
+        pending.retain(|pair, hash| plan::template_record(&summary, pair, None) != Some(*hash));
+        if persisted.as_ref() == Some(&summary.applied_hashes) {
+            persisted = None;
+        }
         let update = WorkloadUpdate {
             relevant: old_summary.as_ref() != Some(&summary),
             new_problems: summary
@@ -192,17 +224,17 @@ impl Index {
         if summary.annotations.has_named_list() {
             self.with_named_lists.entry(key.namespace.clone()).or_default().insert(key.clone());
         }
-        let state = WorkloadState { summary, assumed: HashMap::new(), pending: HashMap::new() };
-        for config in self.candidate_configs(&key, &state.summary) {
+        for config in self.candidate_configs(&key, &summary) {
             if let Some(f) = self.configs.get(&config) {
-                assumed.entry((config.kind, config.name)).or_insert(f.hash);
+                let has_record = plan::has_record(&summary, &(config.kind, config.name.clone()));
+                let value = if has_record { f.hash } else { baseline.hash(f.hash) };
+                assumed.entry((config.kind, config.name)).or_insert(value);
             }
         }
-        self.workloads.insert(key, WorkloadState { assumed, pending, ..state });
+        self.workloads.insert(key, WorkloadState { summary, assumed, pending, persisted });
         update
     }
 
-    /// Forgets a workload.
     fn remove_workload(&mut self, key: &WorkloadKey) -> Option<WorkloadState> {
         let state = self.workloads.remove(key)?;
         for u in &state.summary.uses {
@@ -248,6 +280,7 @@ impl Index {
             .collect()
     }
 
+    /// The resources a workload may be reloaded for: those it uses, and those its named lists match.
     fn candidate_configs(&self, key: &WorkloadKey, summary: &WorkloadSummary) -> BTreeSet<ConfigKey> {
         let mut out: BTreeSet<ConfigKey> = summary
             .uses
@@ -267,75 +300,7 @@ impl Index {
         }
         out
     }
-
-    /// What `key` must be reloaded for now. Resources it does not select become its new baseline, so that
-    /// selecting them later (an annotation added) does not by itself cause a rollout.
-    pub fn plan(&mut self, key: &WorkloadKey, settings: DecisionSettings) -> Vec<PlannedReload> {
-        let Some(state) = self.workloads.get(key) else { return Vec::new() };
-        let configs = self.candidate_configs(key, &state.summary);
-        let mut out = Vec::new();
-        let mut baselines = Vec::new();
-        for config in configs {
-            let Some(facts) = self.configs.get(&config) else { continue };
-            let s = &state.summary;
-            let workload = WorkloadFacts {
-                selection: s.annotations.for_kind(config.kind),
-                uses: &s.uses,
-                first_container: s.first_container.as_deref(),
-            };
-            let resource =
-                ResourceFacts { kind: config.kind, name: &config.name, ignored: facts.ignored, matched: facts.matched };
-            let pair = (config.kind, config.name.clone());
-            match decide(&workload, &resource, settings) {
-                ReloadDecision::Skip(SkipReason::NoContainer) => {}
-                ReloadDecision::Skip(_) => baselines.push((pair, facts.hash)),
-                ReloadDecision::Reload { container, reason } => {
-                    let applied = state
-                        .pending
-                        .get(&pair)
-                        .copied()
-                        .or_else(|| record(s, &pair, Some(&container)))
-                        .or_else(|| state.assumed.get(&pair).copied());
-                    match applied {
-                        None => baselines.push((pair, facts.hash)),
-                        Some(previous) if previous != facts.hash => {
-                            out.push(PlannedReload { config, hash: facts.hash, previous, container, reason });
-                        }
-                        Some(_) => {}
-                    }
-                }
-            }
-        }
-        if let Some(state) = self.workloads.get_mut(key) {
-            state.assumed.extend(baselines);
-        }
-        out
-    }
-
-    /// Remembers what a successful patch wrote.
-    pub fn mark_applied(&mut self, key: &WorkloadKey, reloads: &[PlannedReload]) {
-        if let Some(state) = self.workloads.get_mut(key) {
-            for r in reloads {
-                let pair = (r.config.kind, r.config.name.clone());
-                state.assumed.insert(pair.clone(), r.hash);
-                state.pending.insert(pair, r.hash);
-            }
-        }
-    }
-}
-
-/// The hash a workload's template records for a resource: its `STAKATER_*` env var (in `container` when
-/// known, else in any container), else a `last-reloaded-from` annotation naming it.
-fn record(summary: &WorkloadSummary, (kind, name): &Pair, container: Option<&str>) -> Option<ContentHash> {
-    let env = env_var_name(*kind, name);
-    let in_container = |c: Option<&str>| {
-        summary.env_records.iter().find(|(cn, en, _)| *en == env && c.is_none_or(|c| c == cn)).map(|(_, _, h)| *h)
-    };
-    in_container(container)
-        .or_else(|| in_container(None))
-        .or_else(|| summary.annotation_record.as_ref().filter(|(k, n, _)| k == kind && n == name).map(|(_, _, h)| *h))
 }
 
 #[cfg(test)]
-#[path = "index_tests.rs"]
 mod tests;

@@ -1,0 +1,81 @@
+//! The controller's settings, resolved from validated flags.
+
+use std::{sync::Arc, time::Duration};
+
+use super::{Source, WatchPlan};
+use crate::{
+    annotations::AnnotationKeys,
+    config::{Args, ConfigError},
+    decision::DecisionSettings,
+    resource::ConfigKind,
+    strategy::ReloadStrategy,
+    workload::WorkloadKind,
+};
+
+/// What the controller needs to know from the flags.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// What to watch.
+    pub watch: WatchPlan,
+    /// `--namespaces-to-ignore` (global mode only).
+    pub namespaces_to_ignore: Vec<String>,
+    /// `--reload-on-create`.
+    pub reload_on_create: bool,
+    /// `--reload-on-delete`.
+    pub reload_on_delete: bool,
+    /// `--sync-after-restart`.
+    pub sync_after_restart: bool,
+    /// `--coalesce-window`.
+    pub coalesce_window: Duration,
+    /// Annotation keys.
+    pub keys: Arc<AnnotationKeys>,
+    /// `--reload-strategy`.
+    pub strategy: ReloadStrategy,
+    /// Decision settings (`--auto-reload-all`).
+    pub decisions: DecisionSettings,
+    /// Concurrent patches.
+    pub workers: usize,
+    /// Retry backoff cap.
+    pub max_backoff: Duration,
+}
+
+impl Settings {
+    /// Validates the flags (upstream's rules and messages) and resolves them.
+    pub fn from_args(args: &Args) -> Result<Self, ConfigError> {
+        let scoping = args.scoping()?;
+        let mut sources = Vec::new();
+        if scoping.configmaps {
+            sources.push(Source::Config(ConfigKind::ConfigMap));
+        }
+        if scoping.secrets {
+            sources.push(Source::Config(ConfigKind::Secret));
+        }
+        sources.extend(
+            [WorkloadKind::Deployment, WorkloadKind::StatefulSet, WorkloadKind::DaemonSet].map(Source::Workload),
+        );
+        if scoping.cronjobs {
+            sources.push(Source::Workload(WorkloadKind::CronJob));
+        }
+        if scoping.jobs {
+            sources.push(Source::Workload(WorkloadKind::Job));
+        }
+        Ok(Self {
+            watch: WatchPlan {
+                scope: args.watch_scope(),
+                sources,
+                resource_label_selector: scoping.resource_label_selector,
+                namespace_selector: scoping.namespace_selector,
+            },
+            namespaces_to_ignore: scoping.namespaces_to_ignore,
+            reload_on_create: args.reload_on_create,
+            reload_on_delete: args.reload_on_delete,
+            sync_after_restart: args.sync_after_restart,
+            coalesce_window: args.coalesce_window,
+            keys: Arc::new(args.annotations.keys()),
+            strategy: args.reload_strategy,
+            decisions: DecisionSettings { auto_reload_all: args.auto_reload_all },
+            workers: usize::from(args.workers),
+            max_backoff: args.max_retry_backoff,
+        })
+    }
+}

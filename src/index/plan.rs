@@ -1,0 +1,151 @@
+//! What a workload must be reloaded for now, from the index alone (no client): the decision for every
+//! resource it may use, compared with the hash it was last rolled with.
+
+use std::collections::BTreeMap;
+
+use super::{ConfigKey, Index, Pair, WorkloadState};
+use crate::{
+    decision::{DecisionSettings, ReloadDecision, ReloadReason, ResourceFacts, SkipReason, WorkloadFacts, decide},
+    hash::ContentHash,
+    resource::{ConfigKind, env_var_name},
+    strategy::ReloadStrategy,
+    workload::{WorkloadKey, WorkloadSummary},
+};
+
+/// One resource a workload must be reloaded for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlannedReload {
+    /// The resource.
+    pub config: ConfigKey,
+    /// Its current hash (upstream's delete marker when it was deleted).
+    pub hash: ContentHash,
+    /// The hash the workload was rolled with ([`ContentHash::NONE`] when it has none).
+    pub previous: ContentHash,
+    /// Container receiving the env var.
+    pub container: String,
+    /// Why.
+    pub reason: ReloadReason,
+    /// The resource was deleted (`--reload-on-delete`): the env-vars strategy removes its variable.
+    pub deleted: bool,
+}
+
+/// Everything one reconcile of a workload must write.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WorkloadPlan {
+    /// Resources to reload for, in one rollout.
+    pub reloads: Vec<PlannedReload>,
+    /// The `applied-hashes` metadata record to write, when the object does not already carry it.
+    pub applied_hashes: Option<BTreeMap<(ConfigKind, String), ContentHash>>,
+}
+
+impl WorkloadPlan {
+    /// True when nothing needs writing.
+    pub fn is_empty(&self) -> bool {
+        self.reloads.is_empty() && self.applied_hashes.is_none()
+    }
+}
+
+impl Index {
+    /// What `key` must be reloaded for now. Resources it does not select become its new baseline, so that
+    /// selecting them later (an annotation added) does not by itself cause a rollout.
+    pub fn plan(&mut self, key: &WorkloadKey, settings: DecisionSettings, strategy: ReloadStrategy) -> WorkloadPlan {
+        let Some(state) = self.workloads.get(key) else { return WorkloadPlan::default() };
+        let configs = self.candidate_configs(key, &state.summary);
+        let mut reloads = Vec::new();
+        let mut baselines = Vec::new();
+        let mut record = BTreeMap::new();
+        for config in configs {
+            let Some(facts) = self.configs.get(&config) else { continue };
+            let s = &state.summary;
+            let workload = WorkloadFacts {
+                selection: s.annotations.for_kind(config.kind),
+                uses: &s.uses,
+                first_container: s.first_container.as_deref(),
+            };
+            let resource =
+                ResourceFacts { kind: config.kind, name: &config.name, ignored: facts.ignored, matched: facts.matched };
+            let pair = (config.kind, config.name.clone());
+            match decide(&workload, &resource, settings) {
+                ReloadDecision::Skip(SkipReason::NoContainer) => {}
+                ReloadDecision::Skip(_) => baselines.push((pair, facts.hash)),
+                ReloadDecision::Reload { container, reason } => {
+                    let applied = applied(state, &pair, &container);
+                    let Some(previous) = applied else {
+                        baselines.push((pair.clone(), facts.hash));
+                        record.insert(pair, facts.hash);
+                        continue;
+                    };
+                    // upstream v1: with env vars, a deleted resource whose variable is not on the template needs no
+                    // patch; the annotations strategy writes the delete marker regardless.
+                    let env = env_var_name(pair.0, &pair.1);
+                    let nothing_to_remove = facts.deleted
+                        && strategy == ReloadStrategy::EnvVars
+                        && s.env_records.iter().all(|(_, e, _)| *e != env);
+                    if previous != facts.hash && !nothing_to_remove {
+                        reloads.push(PlannedReload {
+                            config,
+                            hash: facts.hash,
+                            previous,
+                            container,
+                            reason,
+                            deleted: facts.deleted,
+                        });
+                    }
+                    record.insert(pair, facts.hash);
+                }
+            }
+        }
+        let on_object = state.persisted.as_ref().unwrap_or(&state.summary.applied_hashes);
+        let applied_hashes = (record != *on_object).then_some(record);
+        if let Some(state) = self.workloads.get_mut(key) {
+            state.assumed.extend(baselines);
+        }
+        WorkloadPlan { reloads, applied_hashes }
+    }
+
+    /// Remembers what a successful write put on the object.
+    pub fn mark_written(&mut self, key: &WorkloadKey, plan: &WorkloadPlan) {
+        if let Some(state) = self.workloads.get_mut(key) {
+            for r in &plan.reloads {
+                let pair = (r.config.kind, r.config.name.clone());
+                state.assumed.insert(pair.clone(), r.hash);
+                state.pending.insert(pair, r.hash);
+            }
+            if let Some(hashes) = &plan.applied_hashes {
+                state.persisted = Some(hashes.clone());
+            }
+        }
+    }
+}
+
+/// What the workload was last rolled with for `pair`, in order of trust.
+fn applied(state: &WorkloadState, pair: &Pair, container: &str) -> Option<ContentHash> {
+    state
+        .pending
+        .get(pair)
+        .copied()
+        .or_else(|| template_record(&state.summary, pair, Some(container)))
+        .or_else(|| state.summary.applied_hashes.get(pair).copied())
+        .or_else(|| state.assumed.get(pair).copied())
+}
+
+/// True when the object itself records a hash for `pair` (template or metadata).
+pub(super) fn has_record(summary: &WorkloadSummary, pair: &Pair) -> bool {
+    template_record(summary, pair, None).is_some() || summary.applied_hashes.contains_key(pair)
+}
+
+/// The hash a workload's pod template records for a resource: its `STAKATER_*` env var (in `container` when
+/// known, else in any container), else a `last-reloaded-from` annotation naming it.
+pub(super) fn template_record(
+    summary: &WorkloadSummary,
+    (kind, name): &Pair,
+    container: Option<&str>,
+) -> Option<ContentHash> {
+    let env = env_var_name(*kind, name);
+    let in_container = |c: Option<&str>| {
+        summary.env_records.iter().find(|(cn, en, _)| *en == env && c.is_none_or(|c| c == cn)).map(|(_, _, h)| *h)
+    };
+    in_container(container)
+        .or_else(|| in_container(None))
+        .or_else(|| summary.annotation_record.as_ref().filter(|(k, n, _)| k == kind && n == name).map(|(_, _, h)| *h))
+}

@@ -1,0 +1,263 @@
+//! Index behaviour as a replayed stream of watch observations: what reloads, what stays quiet.
+
+use k8s_openapi::api::apps::v1::Deployment;
+use std::collections::BTreeMap;
+
+use serde_json::json;
+
+use super::*;
+use crate::{
+    annotations::AnnotationKeys, decision::DecisionSettings, hash, strategy::ReloadStrategy, workload::summarise,
+};
+
+const NS: &str = "ns";
+
+fn cm(name: &str, value: &str) -> (ConfigKey, ConfigFacts) {
+    let data = [("k".to_owned(), value.to_owned())].into_iter().collect();
+    let key = ConfigKey { kind: ConfigKind::ConfigMap, namespace: NS.into(), name: name.into() };
+    (key, ConfigFacts { hash: hash::configmap(Some(&data), None), ignored: false, matched: false, deleted: false })
+}
+
+fn deployment(name: &str, annotations: serde_json::Value, env: serde_json::Value) -> (WorkloadKey, WorkloadSummary) {
+    let d: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": name, "namespace": NS, "uid": format!("uid-{name}"), "annotations": annotations},
+        "spec": {"selector": {}, "template": {"spec": {"containers": [{
+            "name": "app", "envFrom": [{"configMapRef": {"name": "cfg"}}], "env": env
+        }]}}}
+    }))
+    .expect("deployment");
+    summarise(&d, &AnnotationKeys::default()).expect("summary")
+}
+
+fn auto(name: &str) -> (WorkloadKey, WorkloadSummary) {
+    deployment(name, json!({"reloader.stakater.com/auto": "true"}), json!([]))
+}
+
+fn plan(index: &mut Index, key: &WorkloadKey) -> Vec<(String, ContentHash)> {
+    full_plan(index, key).reloads.into_iter().map(|r| (r.config.name, r.hash)).collect()
+}
+
+fn full_plan(index: &mut Index, key: &WorkloadKey) -> WorkloadPlan {
+    index.plan(key, DecisionSettings::default(), ReloadStrategy::EnvVars)
+}
+
+#[test]
+fn initial_sync_reloads_nothing_whatever_the_order() {
+    for config_first in [true, false] {
+        let mut index = Index::default();
+        let (wk, ws) = auto("web");
+        let (ck, cf) = cm("cfg", "v1");
+        if config_first {
+            index.upsert_config(ck, cf, Baseline::Current);
+            index.upsert_workload(wk.clone(), ws, Baseline::Current);
+        } else {
+            index.upsert_workload(wk.clone(), ws, Baseline::Current);
+            index.upsert_config(ck, cf, Baseline::Current);
+        }
+        assert!(plan(&mut index, &wk).is_empty(), "config_first={config_first}");
+    }
+}
+
+#[test]
+fn a_content_change_reloads_once_and_replays_converge() {
+    let mut index = Index::default();
+    let (wk, ws) = auto("web");
+    let (ck, v1) = cm("cfg", "v1");
+    index.upsert_config(ck.clone(), v1, Baseline::Current);
+    index.upsert_workload(wk.clone(), ws, Baseline::Current);
+
+    let (_, v2) = cm("cfg", "v2");
+    assert_eq!(index.upsert_config(ck.clone(), v2, Baseline::Current), ConfigUpdate::Changed { old: v1.hash });
+    assert_eq!(index.candidates(&ck), vec![wk.clone()]);
+    let p = full_plan(&mut index, &wk);
+    assert_eq!(p.reloads.len(), 1);
+    assert_eq!((p.reloads[0].previous, p.reloads[0].hash), (v1.hash, v2.hash));
+    index.mark_written(&wk, &p);
+
+    // A duplicate event, a relist replay, a stale workload event: nothing more to do.
+    assert_eq!(index.upsert_config(ck.clone(), v2, Baseline::Current), ConfigUpdate::Unchanged);
+    assert!(plan(&mut index, &wk).is_empty());
+    let (_, stale) = auto("web");
+    index.upsert_workload(wk.clone(), stale, Baseline::Current);
+    assert!(plan(&mut index, &wk).is_empty(), "a pre-patch event must not cause a second patch");
+    // The watch echoes our env var: still nothing.
+    let env = json!([{"name": "STAKATER_CFG_CONFIGMAP", "value": v2.hash.to_string()}]);
+    let (_, echoed) = deployment("web", json!({"reloader.stakater.com/auto": "true"}), env);
+    index.upsert_workload(wk.clone(), echoed, Baseline::Current);
+    assert!(plan(&mut index, &wk).is_empty());
+}
+
+#[test]
+fn a_restart_applies_changes_made_while_down_to_workloads_with_a_record() {
+    // The workload was reloaded before (env var = v1); the config is v2 when the new process starts.
+    let (_, v1) = cm("cfg", "v1");
+    let (ck, v2) = cm("cfg", "v2");
+    let env = json!([{"name": "STAKATER_CFG_CONFIGMAP", "value": v1.hash.to_string()}]);
+    let (wk, ws) = deployment("web", json!({"reloader.stakater.com/auto": "true"}), env);
+    let mut index = Index::default();
+    index.upsert_workload(wk.clone(), ws, Baseline::Current);
+    index.upsert_config(ck, v2, Baseline::Current);
+    assert_eq!(plan(&mut index, &wk), vec![("cfg".to_owned(), v2.hash)]);
+}
+
+#[test]
+fn a_restart_with_unchanged_configs_restarts_nothing() {
+    let (ck, v1) = cm("cfg", "v1");
+    let env = json!([{"name": "STAKATER_CFG_CONFIGMAP", "value": v1.hash.to_string()}]);
+    let (wk, ws) = deployment("web", json!({"reloader.stakater.com/auto": "true"}), env);
+    let mut index = Index::default();
+    index.upsert_config(ck, v1, Baseline::Current);
+    index.upsert_workload(wk.clone(), ws, Baseline::Current);
+    assert!(plan(&mut index, &wk).is_empty());
+}
+
+#[test]
+fn selecting_a_resource_later_does_not_by_itself_reload() {
+    let mut index = Index::default();
+    let (wk, plain) = deployment("web", json!({}), json!([]));
+    let (ck, v1) = cm("cfg", "v1");
+    index.upsert_config(ck.clone(), v1, Baseline::Current);
+    index.upsert_workload(wk.clone(), plain, Baseline::Current);
+    let (_, v2) = cm("cfg", "v2");
+    index.upsert_config(ck, v2, Baseline::Current);
+    assert!(plan(&mut index, &wk).is_empty(), "not selected: no reload, v2 becomes the baseline");
+    let (_, annotated) = auto("web");
+    assert!(index.upsert_workload(wk.clone(), annotated, Baseline::Current).relevant);
+    assert!(plan(&mut index, &wk).is_empty(), "adding the annotation alone does not roll");
+}
+
+#[test]
+fn metadata_only_changes_are_not_content_changes() {
+    let mut index = Index::default();
+    let (ck, v1) = cm("cfg", "v1");
+    index.upsert_config(ck.clone(), v1, Baseline::Current);
+    let ignored = ConfigFacts { ignored: true, ..v1 };
+    assert_eq!(index.upsert_config(ck, ignored, Baseline::Current), ConfigUpdate::MetadataOnly);
+}
+
+#[test]
+fn named_lists_find_unreferenced_resources_by_regex() {
+    let mut index = Index::default();
+    let (wk, ws) = deployment("web", json!({"configmap.reloader.stakater.com/reload": "app-.*"}), json!([]));
+    index.upsert_workload(wk.clone(), ws, Baseline::Current);
+    let (ck, v1) = cm("app-settings", "v1");
+    index.upsert_config(ck.clone(), v1, Baseline::Current);
+    let (other, _) = cm("unrelated", "v1");
+    assert_eq!(index.candidates(&ck), vec![wk.clone()]);
+    assert!(index.candidates(&other).is_empty());
+    let (_, v2) = cm("app-settings", "v2");
+    index.upsert_config(ck, v2, Baseline::Current);
+    assert_eq!(plan(&mut index, &wk), vec![("app-settings".to_owned(), v2.hash)]);
+}
+
+#[test]
+fn a_recreated_workload_starts_from_a_fresh_baseline() {
+    let mut index = Index::default();
+    let (wk, ws) = auto("web");
+    let (ck, v1) = cm("cfg", "v1");
+    index.upsert_config(ck.clone(), v1, Baseline::Current);
+    index.upsert_workload(wk.clone(), ws.clone(), Baseline::Current);
+    let (_, v2) = cm("cfg", "v2");
+    index.upsert_config(ck, v2, Baseline::Current);
+    assert!(index.delete_workload(&wk));
+    index.upsert_workload(wk.clone(), WorkloadSummary { uid: "new".into(), ..ws }, Baseline::Current);
+    assert!(plan(&mut index, &wk).is_empty());
+}
+
+#[test]
+fn new_annotation_problems_are_reported_once() {
+    let mut index = Index::default();
+    let (wk, ws) = deployment("web", json!({"configmap.reloader.stakater.com/reload": "(bad"}), json!([]));
+    assert_eq!(index.upsert_workload(wk.clone(), ws.clone(), Baseline::Current).new_problems.len(), 1);
+    assert!(index.upsert_workload(wk, ws, Baseline::Current).new_problems.is_empty());
+}
+
+fn with_applied_hashes(mut ws: WorkloadSummary, pairs: &[(&str, ContentHash)]) -> WorkloadSummary {
+    ws.applied_hashes = pairs.iter().map(|(n, h)| ((ConfigKind::ConfigMap, (*n).to_owned()), *h)).collect();
+    ws
+}
+
+#[test]
+fn first_sight_records_the_baseline_on_the_object_once() {
+    let mut index = Index::default();
+    let (wk, ws) = auto("web");
+    let (ck, v1) = cm("cfg", "v1");
+    index.upsert_config(ck, v1, Baseline::Current);
+    index.upsert_workload(wk.clone(), ws.clone(), Baseline::Current);
+    let p = full_plan(&mut index, &wk);
+    assert!(p.reloads.is_empty());
+    let expected: BTreeMap<_, _> = [((ConfigKind::ConfigMap, "cfg".to_owned()), v1.hash)].into_iter().collect();
+    assert_eq!(p.applied_hashes, Some(expected.clone()), "baseline written to metadata");
+    index.mark_written(&wk, &p);
+    assert!(full_plan(&mut index, &wk).is_empty(), "not written twice while the echo is pending");
+    index.upsert_workload(wk.clone(), with_applied_hashes(ws, &[("cfg", v1.hash)]), Baseline::Current);
+    assert!(full_plan(&mut index, &wk).is_empty(), "nothing to write once the object carries it");
+}
+
+#[test]
+fn a_change_made_while_down_reaches_a_never_reloaded_workload_exactly_once() {
+    // The previous process recorded the baseline v1 in metadata; the config is v2 when this one starts.
+    let (_, v1) = cm("cfg", "v1");
+    let (ck, v2) = cm("cfg", "v2");
+    let (wk, ws) = auto("web");
+    let mut index = Index::default();
+    index.upsert_workload(wk.clone(), with_applied_hashes(ws.clone(), &[("cfg", v1.hash)]), Baseline::Current);
+    index.upsert_config(ck, v2, Baseline::Current);
+    let p = full_plan(&mut index, &wk);
+    assert_eq!(p.reloads.iter().map(|r| (r.previous, r.hash)).collect::<Vec<_>>(), vec![(v1.hash, v2.hash)]);
+    index.mark_written(&wk, &p);
+    assert!(full_plan(&mut index, &wk).is_empty());
+    // The echo of the patch: env var and metadata both say v2.
+    let env = json!([{"name": "STAKATER_CFG_CONFIGMAP", "value": v2.hash.to_string()}]);
+    let (_, echoed) = deployment("web", json!({"reloader.stakater.com/auto": "true"}), env);
+    index.upsert_workload(wk.clone(), with_applied_hashes(echoed, &[("cfg", v2.hash)]), Baseline::Current);
+    assert!(full_plan(&mut index, &wk).is_empty());
+}
+
+#[test]
+fn stale_baselines_reload_unrecorded_pairs_for_create_and_sync_after_restart() {
+    let mut index = Index::default();
+    let (wk, ws) = auto("web");
+    index.upsert_workload(wk.clone(), ws, Baseline::Current);
+    let (ck, v1) = cm("cfg", "v1");
+    assert_eq!(index.upsert_config(ck, v1, Baseline::Stale), ConfigUpdate::Created);
+    assert_eq!(plan(&mut index, &wk), vec![("cfg".to_owned(), v1.hash)], "reload-on-create");
+
+    let mut index = Index::default();
+    let (ck, v1) = cm("cfg", "v1");
+    index.upsert_config(ck, v1, Baseline::Current);
+    let (wk, ws) = auto("web");
+    index.upsert_workload(wk.clone(), ws, Baseline::Stale);
+    assert_eq!(plan(&mut index, &wk), vec![("cfg".to_owned(), v1.hash)], "sync-after-restart");
+
+    // A recorded pair is in sync whatever the baseline mode.
+    let mut index = Index::default();
+    let (ck, v1) = cm("cfg", "v1");
+    index.upsert_config(ck, v1, Baseline::Current);
+    let env = json!([{"name": "STAKATER_CFG_CONFIGMAP", "value": v1.hash.to_string()}]);
+    let (wk, ws) = deployment("web", json!({"reloader.stakater.com/auto": "true"}), env);
+    index.upsert_workload(wk.clone(), ws, Baseline::Stale);
+    assert!(plan(&mut index, &wk).is_empty());
+}
+
+#[test]
+fn deletions_remove_env_vars_that_exist_and_only_those() {
+    let (ck, v1) = cm("cfg", "v1");
+    let env = json!([{"name": "STAKATER_CFG_CONFIGMAP", "value": v1.hash.to_string()}]);
+    let (with_var, ws_var) = deployment("with-var", json!({"reloader.stakater.com/auto": "true"}), env);
+    let (without, ws_plain) = auto("without");
+    let mut index = Index::default();
+    index.upsert_config(ck.clone(), v1, Baseline::Current);
+    index.upsert_workload(with_var.clone(), ws_var, Baseline::Current);
+    index.upsert_workload(without.clone(), ws_plain, Baseline::Current);
+    assert!(index.delete_config(&ck, true), "a live resource becomes a tombstone");
+    assert!(!index.delete_config(&ck, true) || index.config(&ck).is_none());
+    index.upsert_config(ck.clone(), v1, Baseline::Current);
+    index.delete_config(&ck, true);
+    let p = full_plan(&mut index, &with_var);
+    assert_eq!(p.reloads.len(), 1);
+    assert!(p.reloads[0].deleted && p.reloads[0].hash == ContentHash::delete_marker());
+    assert!(full_plan(&mut index, &without).reloads.is_empty(), "no env var, nothing to remove");
+    let annotations = index.plan(&without, DecisionSettings::default(), ReloadStrategy::Annotations);
+    assert_eq!(annotations.reloads.len(), 1, "the annotations strategy records the delete marker (upstream v1)");
+}
