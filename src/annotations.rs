@@ -121,8 +121,6 @@ pub struct WorkloadProblem {
 pub struct WorkloadAnnotations {
     /// Per kind, indexed by [`kind_index`].
     pub selection: [Selection; 3],
-    /// `pause-period` on metadata (Deployments).
-    pub pause_period: Option<String>,
     /// Problems found while reading the values.
     pub problems: Vec<WorkloadProblem>,
 }
@@ -168,7 +166,7 @@ impl WorkloadAnnotations {
                 }
             }
         }
-        Self { selection, pause_period: metadata.get(&keys.pause_period).cloned(), problems }
+        Self { selection, problems }
     }
 
     /// The selection for `kind`.

@@ -12,6 +12,7 @@ pub mod decision;
 pub mod duration;
 pub mod hash;
 pub mod index;
+pub mod pause;
 pub mod references;
 pub mod resource;
 pub mod selector;

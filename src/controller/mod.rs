@@ -28,8 +28,9 @@ pub use watch::{Observed, Source, StreamInfo, WatchPlan};
 
 use crate::{
     index::{Index, PlannedReload},
+    pause::{self, PauseAction},
     strategy::{TemplateChange, encode_applied_hashes},
-    workload::{self, WorkloadKey, WorkloadWrite},
+    workload::{self, WorkloadKey, WorkloadKind, WorkloadWrite},
 };
 
 /// Errors of one reconcile.
@@ -124,16 +125,33 @@ async fn worker(ctx: Arc<Context>) {
 }
 
 async fn reconcile(ctx: &Context, key: &WorkloadKey, triggered: Instant) -> Result<(), Error> {
-    let plan = ctx.index().plan(key, ctx.settings.decisions, ctx.settings.strategy);
-    if plan.is_empty() {
+    let (plan, pause_state) = {
+        let mut index = ctx.index();
+        (index.plan(key, ctx.settings.decisions, ctx.settings.strategy), index.pause_state(key))
+    };
+    let now = jiff::Timestamp::now();
+    let pause = match pause_state {
+        Some(state) if key.kind == WorkloadKind::Deployment => pause::evaluate(&state, !plan.reloads.is_empty(), now),
+        _ => PauseAction::None,
+    };
+    if let PauseAction::ResumeIn(delay) = pause {
+        // Level-triggered resume: look again when the period ends (also after a restart or leader change).
+        ctx.queue.add_after(key.clone(), Instant::now(), delay + Duration::from_millis(50));
+    }
+    let pause = match pause {
+        PauseAction::None | PauseAction::ResumeIn(_) => None,
+        action => Some((ctx.settings.keys.paused_at.as_str(), action)),
+    };
+    if plan.is_empty() && pause.is_none() {
         return Ok(());
     }
     let changes: Vec<TemplateChange> = plan.reloads.iter().map(template_change).collect();
     let write = WorkloadWrite {
         strategy: ctx.settings.strategy,
         changes: &changes,
-        now_unix: jiff::Timestamp::now().as_second(),
+        now_unix: now.as_second(),
         applied_hashes: plan.applied_hashes.as_ref().map(encode_applied_hashes),
+        pause: pause.clone(),
     };
     match workload::write(&ctx.client, key, &write).await {
         Ok(()) => {}
@@ -149,6 +167,15 @@ async fn reconcile(ctx: &Context, key: &WorkloadKey, triggered: Instant) -> Resu
     }
     ctx.index().mark_written(key, &plan);
     let latency_ms = triggered.elapsed().as_secs_f64() * 1000.0;
+    match &pause {
+        Some((_, PauseAction::Pause { at })) => {
+            info!(namespace = %key.namespace, workload = %key.name, paused_at = %at,
+            "Paused deployment '{}' in namespace '{}' for its pause period", key.name, key.namespace)
+        }
+        Some((_, PauseAction::Resume)) => info!(namespace = %key.namespace, workload = %key.name,
+            "Successfully resumed deployment '{}' in namespace '{}'", key.name, key.namespace),
+        _ => {}
+    }
     if plan.reloads.is_empty() {
         debug!(workload = %key, "recorded applied hashes");
     }

@@ -252,6 +252,11 @@ impl Index {
         Some(state)
     }
 
+    /// A workload's pause state.
+    pub fn pause_state(&self, key: &WorkloadKey) -> Option<crate::pause::PauseState> {
+        self.workloads.get(key).map(|s| s.summary.pause.clone())
+    }
+
     /// Forgets a deleted workload.
     pub fn delete_workload(&mut self, key: &WorkloadKey) -> bool {
         self.remove_workload(key).is_some()

@@ -10,4 +10,8 @@ impl WorkloadObject for Deployment {
     fn pod_template(&self) -> Option<&PodTemplateSpec> {
         self.spec.as_ref().map(|s| &s.template)
     }
+
+    fn paused(&self) -> bool {
+        self.spec.as_ref().and_then(|s| s.paused).unwrap_or(false)
+    }
 }

@@ -27,6 +27,7 @@ use crate::{
     annotations::{AnnotationKeys, WorkloadAnnotations, WorkloadProblem},
     constants::{FIELD_MANAGER, annotation::APPLIED_HASHES},
     hash::ContentHash,
+    pause::{PauseAction, PauseState},
     references::{ConfigUse, config_uses},
     resource::{ConfigKind, env_var_name},
     strategy::{self, ReloadStrategy, TemplateChange, parse_applied_hashes, parse_last_reloaded_from},
@@ -84,6 +85,11 @@ pub trait WorkloadObject:
     const KIND: WorkloadKind;
     /// Its pod template.
     fn pod_template(&self) -> Option<&PodTemplateSpec>;
+
+    /// `spec.paused` (Deployments only).
+    fn paused(&self) -> bool {
+        false
+    }
 }
 
 /// What the index remembers about a workload: no pod spec, only what decisions and idempotence need.
@@ -103,6 +109,8 @@ pub struct WorkloadSummary {
     pub annotation_record: Option<(ConfigKind, String, ContentHash)>,
     /// The `applied-hashes` metadata record.
     pub applied_hashes: BTreeMap<(ConfigKind, String), ContentHash>,
+    /// Pause state (Deployments; `period` is read on every kind only to report it).
+    pub pause: PauseState,
 }
 
 /// Summarises a workload object for the index.
@@ -128,8 +136,15 @@ pub fn summarise<K: WorkloadObject>(obj: &K, keys: &AnnotationKeys) -> Option<(W
         .and_then(|a| a.get(crate::constants::annotation::LAST_RELOADED_FROM))
         .and_then(|v| parse_last_reloaded_from(v));
     let uses = spec.map(config_uses).unwrap_or_default();
-    let mut annotations = WorkloadAnnotations::extract(keys, obj.meta().annotations.as_ref(), template_annotations);
+    let metadata_annotations = obj.meta().annotations.as_ref();
+    let mut annotations = WorkloadAnnotations::extract(keys, metadata_annotations, template_annotations);
     annotations.problems.extend(env_name_collisions(&uses));
+    let pause = PauseState {
+        paused: obj.paused(),
+        paused_at: metadata_annotations.and_then(|a| a.get(&keys.paused_at)).cloned(),
+        period: metadata_annotations.and_then(|a| a.get(&keys.pause_period)).cloned(),
+    };
+    annotations.problems.extend(pause_problem::<K>(&keys.pause_period, pause.period.as_deref()));
     let summary = WorkloadSummary {
         uid: obj.meta().uid.clone().unwrap_or_default(),
         annotations,
@@ -144,8 +159,22 @@ pub fn summarise<K: WorkloadObject>(obj: &K, keys: &AnnotationKeys) -> Option<(W
             .and_then(|a| a.get(crate::constants::annotation::APPLIED_HASHES))
             .map(|v| parse_applied_hashes(v))
             .unwrap_or_default(),
+        pause,
     };
     Some((WorkloadKey { kind: K::KIND, namespace: namespace.into(), name: obj.name_any() }, summary))
+}
+
+/// upstream v1 warns when the pause period is on another kind; an invalid duration is reported (the reload
+/// still happens, without a pause) instead of blocking reloads or pausing forever.
+fn pause_problem<K: WorkloadObject>(key: &str, period: Option<&str>) -> Option<WorkloadProblem> {
+    let period = period?;
+    let message = if K::KIND != WorkloadKind::Deployment {
+        format!("Annotation '{key}' only applicable for deployments")
+    } else {
+        let e = crate::duration::parse_go_duration(period).err()?;
+        format!("{e}; reloads happen without pausing")
+    };
+    Some(WorkloadProblem { key: key.to_owned(), value: period.to_owned(), message })
 }
 
 /// Resources of one kind whose names sanitise to the same `STAKATER_*` name (`a-b` and `a.b`): upstream
@@ -177,6 +206,8 @@ pub struct WorkloadWrite<'a> {
     pub now_unix: i64,
     /// New `applied-hashes` record, if it must be written.
     pub applied_hashes: Option<String>,
+    /// Pause or resume a Deployment in the same patch: (`paused-at` key, action).
+    pub pause: Option<(&'a str, PauseAction)>,
 }
 
 /// Writes a reload: one strategic merge patch for Deployments, StatefulSets and DaemonSets; a new Job for a
@@ -195,11 +226,9 @@ fn metadata_fragment(w: &WorkloadWrite<'_>) -> Option<Value> {
     w.applied_hashes.as_ref().map(|h| json!({"annotations": {APPLIED_HASHES: h}}))
 }
 
-async fn template_patch<K: WorkloadObject>(
-    client: &Client,
-    key: &WorkloadKey,
-    w: &WorkloadWrite<'_>,
-) -> Result<(), kube::Error> {
+/// The one patch for kinds with a mutable pod template: the hashes record, the template change and, for
+/// Deployments, pausing (v2 applies the pause in the same patch; v1 used two writes and could get stuck).
+fn template_patch_body(w: &WorkloadWrite<'_>) -> Value {
     let mut body = json!({});
     if let Some(meta) = metadata_fragment(w) {
         body["metadata"] = meta;
@@ -207,7 +236,24 @@ async fn template_patch<K: WorkloadObject>(
     if !w.changes.is_empty() {
         body["spec"] = json!({"template": strategy::template_patch(w.strategy, w.changes, w.now_unix)});
     }
-    strategic_patch::<K>(client, key, &body).await
+    let pause = match &w.pause {
+        Some((key, PauseAction::Pause { at })) => Some((*key, json!(at), true)),
+        Some((key, PauseAction::Resume)) => Some((*key, Value::Null, false)),
+        _ => None,
+    };
+    if let Some((key, at, paused)) = pause {
+        body["metadata"]["annotations"][key] = at;
+        body["spec"]["paused"] = json!(paused);
+    }
+    body
+}
+
+async fn template_patch<K: WorkloadObject>(
+    client: &Client,
+    key: &WorkloadKey,
+    w: &WorkloadWrite<'_>,
+) -> Result<(), kube::Error> {
+    strategic_patch::<K>(client, key, &template_patch_body(w)).await
 }
 
 /// Records the hashes only (metadata never rolls pods).
@@ -235,6 +281,38 @@ async fn strategic_patch<K: WorkloadObject>(
 mod tests {
     use super::*;
     use k8s_openapi::api::apps::v1::Deployment;
+
+    #[test]
+    fn one_patch_carries_record_template_change_and_pause() {
+        let changes = [TemplateChange {
+            kind: ConfigKind::ConfigMap,
+            name: "cfg".into(),
+            namespace: "ns".into(),
+            hash: ContentHash::NONE,
+            container: "app".into(),
+            deleted: false,
+        }];
+        let w = WorkloadWrite {
+            strategy: ReloadStrategy::EnvVars,
+            changes: &changes,
+            now_unix: 0,
+            applied_hashes: Some("{}".into()),
+            pause: Some(("example.com/paused-at", PauseAction::Pause { at: "2026-12-02T10:00:00Z".into() })),
+        };
+        let hash = ContentHash::NONE.to_string();
+        assert_eq!(
+            template_patch_body(&w),
+            serde_json::json!({
+                "metadata": {"annotations": {APPLIED_HASHES: "{}", "example.com/paused-at": "2026-12-02T10:00:00Z"}},
+                "spec": {"paused": true, "template": {"spec": {"containers": [{"name": "app", "env": [{"name": "STAKATER_CFG_CONFIGMAP", "value": hash}]}]}}}
+            })
+        );
+        let resume = WorkloadWrite { changes: &[], applied_hashes: None, pause: Some(("k", PauseAction::Resume)), ..w };
+        assert_eq!(
+            template_patch_body(&resume),
+            serde_json::json!({"metadata": {"annotations": {"k": null}}, "spec": {"paused": false}})
+        );
+    }
 
     #[test]
     fn summaries_keep_references_records_and_report_env_name_collisions() {

@@ -1,0 +1,109 @@
+//! `deployment.reloader.stakater.com/pause-period` (upstream v1 §3.7): after a reload, pause the Deployment
+//! and resume it when the period is over. Pure: given what the Deployment shows and the time, what to write.
+//!
+//! Unlike upstream, nothing lives in a process-local timer: "paused by us" is read from the object
+//! (`spec.paused` plus our `paused-at` annotation), so any replica, after any restart, resumes it on time
+//! (upstream #1016, #1219). A Deployment paused by a user (no `paused-at`) is never touched.
+
+use std::time::Duration;
+
+use jiff::Timestamp;
+
+use crate::duration::parse_go_duration;
+
+/// What a Deployment shows about pausing.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PauseState {
+    /// `spec.paused`.
+    pub paused: bool,
+    /// Our `paused-at` annotation (RFC 3339).
+    pub paused_at: Option<String>,
+    /// The `pause-period` annotation.
+    pub period: Option<String>,
+}
+
+/// What to do about pausing in this reconcile.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PauseAction {
+    /// Nothing.
+    None,
+    /// Pause now, in the same patch as the reload, recording `at`.
+    Pause { at: String },
+    /// Resume now (clear `paused-at`, `spec.paused=false`).
+    Resume,
+    /// Paused by us; check again after this long.
+    ResumeIn(Duration),
+}
+
+/// Decides the pause action. `reloading` is true when this reconcile writes a reload.
+pub fn evaluate(state: &PauseState, reloading: bool, now: Timestamp) -> PauseAction {
+    let period = state.period.as_deref().map(parse_go_duration);
+    if state.paused {
+        let Some(at) = state.paused_at.as_deref() else { return PauseAction::None }; // paused by a user
+        // Paused by us: resume when the period is over, or now if the period is gone, invalid or `paused-at`
+        // unreadable — never leave it paused forever.
+        let (Some(Ok(period)), Ok(at)) = (period, at.parse::<Timestamp>()) else { return PauseAction::Resume };
+        let elapsed = now.duration_since(at);
+        let remaining = jiff::SignedDuration::try_from(period).unwrap_or(jiff::SignedDuration::MAX) - elapsed;
+        return match Duration::try_from(remaining) {
+            Ok(d) if !d.is_zero() => PauseAction::ResumeIn(d),
+            _ => PauseAction::Resume,
+        };
+    }
+    match period {
+        Some(Ok(p)) if reloading && !p.is_zero() => PauseAction::Pause { at: now.to_string() },
+        _ => PauseAction::None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ts(s: &str) -> Timestamp {
+        s.parse().expect("timestamp")
+    }
+
+    fn state(paused: bool, at: Option<&str>, period: Option<&str>) -> PauseState {
+        PauseState { paused, paused_at: at.map(str::to_owned), period: period.map(str::to_owned) }
+    }
+
+    const NOW: &str = "2026-12-02T10:00:00Z";
+
+    #[test]
+    fn a_reload_pauses_a_running_deployment_with_a_valid_period() {
+        assert_eq!(evaluate(&state(false, None, Some("5m")), true, ts(NOW)), PauseAction::Pause { at: NOW.into() });
+        assert_eq!(evaluate(&state(false, None, Some("5m")), false, ts(NOW)), PauseAction::None, "no reload, no pause");
+        assert_eq!(
+            evaluate(&state(false, None, Some("bogus")), true, ts(NOW)),
+            PauseAction::None,
+            "invalid: reload without pausing"
+        );
+        assert_eq!(evaluate(&state(false, None, None), true, ts(NOW)), PauseAction::None);
+    }
+
+    #[test]
+    fn our_pause_ends_after_the_period_even_after_a_restart() {
+        let s = state(true, Some("2026-12-02T09:58:00Z"), Some("5m"));
+        assert_eq!(evaluate(&s, false, ts(NOW)), PauseAction::ResumeIn(Duration::from_secs(180)));
+        assert_eq!(
+            evaluate(&s, true, ts(NOW)),
+            PauseAction::ResumeIn(Duration::from_secs(180)),
+            "not extended by reloads"
+        );
+        assert_eq!(evaluate(&s, false, ts("2026-12-02T10:03:00Z")), PauseAction::Resume);
+        assert_eq!(evaluate(&s, false, ts("2026-12-02T11:00:00Z")), PauseAction::Resume);
+    }
+
+    #[test]
+    fn our_pause_ends_now_when_the_period_is_removed_or_invalid() {
+        assert_eq!(evaluate(&state(true, Some(NOW), None), false, ts(NOW)), PauseAction::Resume);
+        assert_eq!(evaluate(&state(true, Some(NOW), Some("x")), false, ts(NOW)), PauseAction::Resume);
+        assert_eq!(evaluate(&state(true, Some("garbage"), Some("5m")), false, ts(NOW)), PauseAction::Resume);
+    }
+
+    #[test]
+    fn a_user_pause_is_left_alone() {
+        assert_eq!(evaluate(&state(true, None, Some("5m")), true, ts(NOW)), PauseAction::None);
+    }
+}
