@@ -20,9 +20,12 @@ command -v python3 >/dev/null || die "python3 is required to read 'go mod downlo
 mkdir -p "$BIN" "$SRC"
 
 # has BINARY EXPECTED-SUBSTRING [version args...]
+# (The output is captured first: `cmd | grep -q` under pipefail fails when grep exits before cmd finishes.)
 has() {
-  local b=$BIN/$1 want=$2; shift 2
-  [ -x "$b" ] && "$b" "$@" 2>&1 | grep -qF -- "$want"
+  local b=$BIN/$1 want=$2 out; shift 2
+  [ -x "$b" ] || return 1
+  out=$("$b" "$@" 2>&1) || return 1
+  case "$out" in *"$want"*) return 0;; *) return 1;; esac
 }
 
 fetch() { # module@version -> JSON, with a message naming the module if the proxy refuses it

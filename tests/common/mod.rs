@@ -45,9 +45,15 @@ impl Reloader {
 
     /// Like [`Reloader::start`], with extra environment variables.
     pub async fn start_with_env(ns: &str, args: &[&str], env: &[(&str, &str)]) -> Self {
+        let scoped = format!("--namespaces={ns}");
+        let all: Vec<&str> = std::iter::once(scoped.as_str()).chain(args.iter().copied()).collect();
+        Self::start_unscoped(&all, env).await
+    }
+
+    /// Starts the binary with exactly `args` (global mode unless they scope it) and waits for its sync.
+    pub async fn start_unscoped(args: &[&str], env: &[(&str, &str)]) -> Self {
         let kubeconfig = testenv::harness::kubeconfig_path();
         let mut child = Command::new(env!("CARGO_BIN_EXE_reloader"))
-            .arg(format!("--namespaces={ns}"))
             .args(args)
             .envs(env.iter().copied())
             .env("KUBECONFIG", &kubeconfig)

@@ -1,0 +1,147 @@
+//! CronJobs and Jobs on the real control plane: a CronJob change spawns one Job (upstream's shape) and is
+//! remembered across restarts; a Job is deleted and recreated with the new template; both can be ignored.
+
+mod common;
+
+use common::*;
+use k8s_openapi::api::batch::v1::{CronJob, Job};
+use kube::{Api, ResourceExt, api::PostParams};
+use serde_json::json;
+
+const APPLIED: &str = "reloader.stakater.com/applied-hashes";
+
+async fn create_cronjob(ns: &TestNamespace, name: &str, cm: &str) {
+    let cj: CronJob = serde_json::from_value(json!({
+        "metadata": {"name": name, "annotations": {"reloader.stakater.com/auto": "true"}},
+        "spec": {"schedule": "0 0 1 1 *", "jobTemplate": {
+            "metadata": {"labels": {"team": "a"}, "annotations": {"note": "from-template"}},
+            "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "x",
+                "envFrom": [{"configMapRef": {"name": cm}}]}]}}}}}
+    }))
+    .expect("cronjob");
+    api::<CronJob>(ns).create(&PostParams::default(), &cj).await.expect("create cronjob");
+}
+
+async fn jobs_owned_by(ns: &TestNamespace, cronjob: &str) -> Vec<Job> {
+    let jobs = api::<Job>(ns).list(&Default::default()).await.expect("list jobs");
+    jobs.items
+        .into_iter()
+        .filter(|j| j.owner_references().iter().any(|o| o.kind == "CronJob" && o.name == cronjob))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_cronjob_change_spawns_one_manual_job_and_a_restart_spawns_none() {
+    let ns = TestNamespace::create("cronjob").await;
+    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
+    create_cronjob(&ns, "nightly", "cfg").await;
+    let reloader = Reloader::start(&ns.name, &[]).await;
+    wait_for("the CronJob's applied-hashes baseline", RELOAD_WAIT, || async {
+        let cj = api::<CronJob>(&ns).get("nightly").await.map_err(|e| e.to_string())?;
+        cj.annotations().get(APPLIED).cloned().ok_or_else(|| "no record yet".to_owned())
+    })
+    .await;
+    assert!(jobs_owned_by(&ns, "nightly").await.is_empty());
+
+    set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
+    let jobs = wait_for("one Job spawned from the CronJob", RELOAD_WAIT, || async {
+        let jobs = jobs_owned_by(&ns, "nightly").await;
+        if jobs.len() == 1 { Ok(jobs) } else { Err(format!("{} jobs", jobs.len())) }
+    })
+    .await;
+    let job = &jobs[0];
+    assert!(job.name_any().starts_with("nightly-"), "{}", job.name_any());
+    assert_eq!(job.annotations().get("cronjob.kubernetes.io/instantiate").map(String::as_str), Some("manual"));
+    assert_eq!(job.annotations().get("note").map(String::as_str), Some("from-template"));
+    assert_eq!(job.labels().get("team").map(String::as_str), Some("a"));
+    assert_eq!(job.owner_references()[0].controller, Some(true));
+    let env = job
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .and_then(|s| s.containers[0].env.clone())
+        .unwrap_or_default();
+    assert!(
+        env.iter().any(|e| e.name == "STAKATER_CFG_CONFIGMAP" && e.value == Some(configmap_hash(&[("k", "2")]))),
+        "{env:?}"
+    );
+    let cj = api::<CronJob>(&ns).get("nightly").await.expect("cronjob");
+    let template_env = cj
+        .spec
+        .and_then(|s| s.job_template.spec)
+        .and_then(|s| s.template.spec)
+        .and_then(|s| s.containers[0].env.clone());
+    assert_eq!(template_env, None, "the CronJob itself is never modified (upstream)");
+    wait_for("the CronJob to record the new hash", RELOAD_WAIT, || async {
+        let cj = api::<CronJob>(&ns).get("nightly").await.map_err(|e| e.to_string())?;
+        let record = cj.annotations().get(APPLIED).cloned().unwrap_or_default();
+        if record.contains(&configmap_hash(&[("k", "2")])) { Ok(()) } else { Err(record) }
+    })
+    .await;
+
+    drop(reloader);
+    let _restarted = Reloader::start(&ns.name, &[]).await;
+    holds_for("no second Job after a restart", QUIET_PERIOD, || async {
+        let n = jobs_owned_by(&ns, "nightly").await.len();
+        if n == 1 { Ok(()) } else { Err(format!("{n} jobs")) }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_job_is_recreated_with_the_new_template() {
+    let ns = TestNamespace::create("job").await;
+    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
+    let job: Job = serde_json::from_value(json!({
+        "metadata": {"name": "migrate", "annotations": {"reloader.stakater.com/auto": "true"}},
+        "spec": {"backoffLimit": 0, "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "x",
+            "envFrom": [{"configMapRef": {"name": "cfg"}}]}]}}}
+    }))
+    .expect("job");
+    let jobs: Api<Job> = api(&ns);
+    let old_uid = jobs.create(&PostParams::default(), &job).await.expect("create job").uid();
+    let _reloader = Reloader::start(&ns.name, &[]).await;
+    set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
+    let recreated = wait_for("the Job recreated with the new hash", RELOAD_WAIT, || async {
+        let j = jobs.get("migrate").await.map_err(|e| e.to_string())?;
+        if j.uid() == old_uid {
+            return Err("still the old Job".into());
+        }
+        Ok(j)
+    })
+    .await;
+    let env = recreated
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .and_then(|s| s.containers[0].env.clone())
+        .unwrap_or_default();
+    assert!(
+        env.iter().any(|e| e.name == "STAKATER_CFG_CONFIGMAP" && e.value == Some(configmap_hash(&[("k", "2")]))),
+        "{env:?}"
+    );
+    wait_for("the recreated Job to complete", RELOAD_WAIT, || async {
+        let j = jobs.get("migrate").await.map_err(|e| e.to_string())?;
+        let s = j.status.unwrap_or_default();
+        if s.succeeded == Some(1) { Ok(()) } else { Err(format!("{s:?}")) }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn ignored_workload_types_are_not_reloaded() {
+    let ns = TestNamespace::create("ignored-types").await;
+    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
+    create_cronjob(&ns, "nightly", "cfg").await;
+    Kind::Deployment
+        .create(&ns, "web", json!({"reloader.stakater.com/auto": "true"}), json!({}), env_from_configmap("cfg"))
+        .await;
+    let _reloader = Reloader::start_with_env(&ns.name, &[], &[("IGNORED_WORKLOAD_TYPES", "jobs,cronjobs")]).await;
+    set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
+    Kind::Deployment.wait_revisions(&ns, "web", 2).await;
+    holds_for("no Job from the ignored CronJob", QUIET_PERIOD, || async {
+        let n = jobs_owned_by(&ns, "nightly").await.len();
+        if n == 0 { Ok(()) } else { Err(format!("{n} jobs")) }
+    })
+    .await;
+}
