@@ -67,3 +67,22 @@ async fn json_logs_carry_namespace_workload_kind_config_reason_and_latency() {
     assert!(v["latency_ms"].as_f64().is_some_and(|l| l >= 0.0), "{v}");
     assert_eq!(v["level"], "INFO");
 }
+
+#[test]
+fn scoping_flags_are_validated_at_startup_with_upstreams_messages() {
+    let (code, err) = run(&["--resources-to-ignore=configmaps,secrets"], &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("'resources-to-ignore' only accepts 'configmaps' or 'secrets', not both"), "{err}");
+
+    let (code, err) = run(&[], &[("IGNORED_WORKLOAD_TYPES", "jobs,pods")]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("'ignored-workload-types' accepts 'jobs', 'cronjobs', or both, not 'pods'"), "{err}");
+
+    let (code, err) = run(&["--namespace-selector=team=a=b"], &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--namespace-selector") && err.contains("team=a=b"), "{err}");
+
+    let (code, err) = run(&["--coalesce-window=soon"], &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--coalesce-window"), "{err}");
+}
