@@ -161,3 +161,28 @@ async fn namespace_selector_follows_label_changes_and_namespaces_to_ignore_wins(
     set_configmap_data(&later, "cfg", &[("k", "3")]).await;
     Kind::Deployment.wait_revisions(&later, "web", 2).await;
 }
+
+#[tokio::test]
+async fn kubernetes_namespace_and_a_namespace_list_scope_the_controller() {
+    let a = TestNamespace::create("scope-a").await;
+    let b = TestNamespace::create("scope-b").await;
+    let outside = TestNamespace::create("scope-outside").await;
+    for ns in [&a, &b, &outside] {
+        create_configmap(ns, "cfg", &[("k", "1")], &[]).await;
+        Kind::Deployment.create(ns, "web", auto(), json!({}), env_from_configmap("cfg")).await;
+    }
+    // upstream v1's single-namespace mode, as its chart sets it with watchGlobally=false.
+    let single = Reloader::start_unscoped(&[], &[("KUBERNETES_NAMESPACE", &a.name)]).await;
+    set_configmap_data(&a, "cfg", &[("k", "2")]).await;
+    set_configmap_data(&outside, "cfg", &[("k", "2")]).await;
+    Kind::Deployment.wait_revisions(&a, "web", 2).await;
+    Kind::Deployment.stays_at_revisions(&outside, "web", 1).await;
+    drop(single);
+
+    let list = format!("--namespaces={},{}", a.name, b.name);
+    let _listed = Reloader::start_unscoped(&[&list], &[]).await;
+    set_configmap_data(&b, "cfg", &[("k", "2")]).await;
+    set_configmap_data(&outside, "cfg", &[("k", "3")]).await;
+    Kind::Deployment.wait_revisions(&b, "web", 2).await;
+    Kind::Deployment.stays_at_revisions(&outside, "web", 1).await;
+}

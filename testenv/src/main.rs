@@ -52,7 +52,11 @@ struct StartArgs {
 }
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt().with_writer(std::io::stderr).with_target(false).init();
+    // kube's client logs every failed readiness poll (through tower-http) at error level; those are expected
+    // while components start.
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,kube_client=off,tower_http=off"));
+    tracing_subscriber::fmt().with_writer(std::io::stderr).with_target(false).with_env_filter(filter).init();
     testenv::install_crypto_provider();
     // Current-thread runtime: children get PR_SET_PDEATHSIG for the spawning thread, which must outlive them.
     let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
@@ -131,9 +135,10 @@ fn print_usage(cp: &ControlPlane) {
 
 /// `<workspace>/target`, or `CARGO_TARGET_DIR`.
 fn workspace_target() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").join("target"))
+    std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| {
+        let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        crate_dir.parent().map(|root| root.join("target")).unwrap_or(crate_dir)
+    })
 }
 
 async fn wait_for_signal() {
