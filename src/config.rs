@@ -143,6 +143,22 @@ pub struct Args {
     #[arg(long, env = "RELOADER_COALESCE_WINDOW", default_value = "1s", value_parser = parse_duration)]
     pub coalesce_window: Duration,
 
+    /// Address of the metrics and health server (`/metrics`, `/live`, `/healthz`, `/readyz`); Go form `:9090`.
+    #[arg(long, env = "METRICS_ADDR", default_value = ":9090")]
+    pub metrics_addr: String,
+
+    /// Also serve the health endpoints on this address (upstream v2's separate health port); empty: only on
+    /// the metrics address.
+    #[arg(long, env = "HEALTH_ADDR", default_value = "")]
+    pub health_addr: String,
+
+    /// Also count reloads per namespace (`reloader_reload_executed_total_by_namespace`), as upstream: `enabled`.
+    #[arg(long = "metrics-count-by-namespace", env = "METRICS_COUNT_BY_NAMESPACE", default_value = "", hide = true)]
+    pub metrics_count_by_namespace: String,
+
+    #[command(flatten)]
+    pub later: NotYetSupported,
+
     /// Number of workloads patched concurrently.
     #[arg(long, env = "RELOADER_WORKERS", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..))]
     pub workers: u16,
@@ -153,6 +169,57 @@ pub struct Args {
 
     #[command(flatten)]
     pub annotations: AnnotationArgs,
+}
+
+/// Upstream flags accepted so existing manifests keep starting, whose features are not implemented yet; a
+/// warning says so when one is turned on.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct NotYetSupported {
+    /// Leader election (upstream v1 flag).
+    #[arg(long, env = "ENABLE_HA", value_parser = parse_bool, num_args = 0..=1, require_equals = true,
+          default_value = "false", default_missing_value = "true", action = ArgAction::Set)]
+    pub enable_ha: bool,
+    /// Argo Rollouts support; `--is-Argo-Rollouts` is upstream v1's spelling.
+    #[arg(long = "is-argo-rollouts", alias = "is-Argo-Rollouts", env = "IS_ARGO_ROLLOUTS", value_parser = parse_bool,
+          num_args = 0..=1, require_equals = true, default_value = "false", default_missing_value = "true", action = ArgAction::Set)]
+    pub is_argo_rollouts: bool,
+    /// OpenShift DeploymentConfig support.
+    #[arg(long, env = "IS_OPENSHIFT", default_value = "")]
+    pub is_openshift: String,
+    /// Secrets Store CSI support.
+    #[arg(long, env = "ENABLE_CSI_INTEGRATION", value_parser = parse_bool, num_args = 0..=1, require_equals = true,
+          default_value = "false", default_missing_value = "true", action = ArgAction::Set)]
+    pub enable_csi_integration: bool,
+    /// Send a webhook instead of reloading.
+    #[arg(long, env = "WEBHOOK_URL", default_value = "")]
+    pub webhook_url: String,
+    /// pprof (a Go runtime feature; nothing to serve in Rust).
+    #[arg(long, env = "ENABLE_PPROF", value_parser = parse_bool, num_args = 0..=1, require_equals = true,
+          default_value = "false", default_missing_value = "true", action = ArgAction::Set)]
+    pub enable_pprof: bool,
+    /// pprof address (ignored).
+    #[arg(long, env = "PPROF_ADDR", default_value = ":6060")]
+    pub pprof_addr: String,
+}
+
+impl NotYetSupported {
+    /// Names of the flags that are turned on but not implemented.
+    pub fn requested(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        for (on, name) in [
+            (self.enable_ha, "--enable-ha"),
+            (self.is_argo_rollouts, "--is-Argo-Rollouts"),
+            (parse_bool(&self.is_openshift).unwrap_or(true) && !self.is_openshift.is_empty(), "--is-openshift"),
+            (self.enable_csi_integration, "--enable-csi-integration"),
+            (!self.webhook_url.is_empty(), "--webhook-url"),
+            (self.enable_pprof, "--enable-pprof"),
+        ] {
+            if on {
+                out.push(name);
+            }
+        }
+        out
+    }
 }
 
 /// Annotation key overrides (upstream v1 flags, plus v2's exclude and SecretProviderClass ones).

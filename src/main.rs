@@ -2,10 +2,14 @@
 
 use std::process::ExitCode;
 
+use std::sync::Arc;
+
 use clap::Parser;
 use reloader::{
     config::{Args, LogFormat},
     controller::{self, Settings},
+    http::{self, Health},
+    metrics::Metrics,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -23,7 +27,7 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match run(settings).await {
+    match run(args, settings).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!("{e:#}");
@@ -44,16 +48,30 @@ fn init_logging(args: &Args) {
     }
 }
 
-async fn run(settings: Settings) -> anyhow::Result<()> {
-    let client = kube::Client::try_default().await?;
+async fn run(args: Args, settings: Settings) -> anyhow::Result<()> {
+    for flag in args.later.requested() {
+        tracing::warn!("{flag} is accepted for compatibility but not supported by this version yet; ignoring it");
+    }
+    let metrics = Arc::new(Metrics::new(args.metrics_count_by_namespace == "enabled"));
+    let health = Arc::new(Health::default());
     let shutdown = CancellationToken::new();
-    let (ready_tx, _ready) = tokio::sync::watch::channel(false);
+    let router = http::router(metrics.clone(), health.clone());
+    let addr = http::parse_listen_addr(&args.metrics_addr).map_err(anyhow::Error::msg)?;
+    let bound = http::serve(addr, router.clone(), shutdown.clone()).await?;
+    tracing::info!(address = %bound, "serving /metrics, /live, /healthz, /readyz on {bound}");
+    if !args.health_addr.is_empty() {
+        let addr = http::parse_listen_addr(&args.health_addr).map_err(anyhow::Error::msg)?;
+        let bound = http::serve(addr, router, shutdown.clone()).await?;
+        tracing::info!(address = %bound, "serving health endpoints on {bound}");
+    }
+    let client = kube::Client::try_default().await?;
     let signals = shutdown.clone();
     tokio::spawn(async move {
         wait_for_signal().await;
+        tracing::info!("signal received, shutting down");
         signals.cancel();
     });
-    controller::run(client, settings, shutdown, ready_tx).await;
+    controller::run(client, settings, shutdown, metrics, health).await;
     Ok(())
 }
 

@@ -17,7 +17,6 @@ use std::{
 
 use futures::StreamExt;
 use kube::Client;
-use tokio::sync::watch as signal;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info, warn};
 
@@ -27,7 +26,9 @@ pub use settings::Settings;
 pub use watch::{Observed, Source, StreamInfo, WatchPlan};
 
 use crate::{
+    http::Health,
     index::{Index, PlannedReload},
+    metrics::Metrics,
     pause::{self, PauseAction},
     strategy::{TemplateChange, encode_applied_hashes},
     workload::{self, WorkloadKey, WorkloadKind, WorkloadWrite},
@@ -66,6 +67,8 @@ struct Context {
     settings: Settings,
     index: Mutex<Index>,
     queue: WorkQueue<WorkloadKey>,
+    metrics: Arc<Metrics>,
+    health: Arc<Health>,
 }
 
 impl Context {
@@ -74,14 +77,21 @@ impl Context {
     }
 }
 
-/// A running controller's readiness: true once every watch has listed and the first reconcile is queued.
-pub type Ready = signal::Receiver<bool>;
+/// How long in-flight writes may take to finish after shutdown is requested.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
-/// Runs the controller until `shutdown` is cancelled; in-flight patches finish before it returns.
-pub async fn run(client: Client, settings: Settings, shutdown: CancellationToken, ready: signal::Sender<bool>) {
+/// Runs the controller until `shutdown` is cancelled; in-flight writes finish (within a bound) before it
+/// returns. `health` turns ready once every watch has synced.
+pub async fn run(
+    client: Client,
+    settings: Settings,
+    shutdown: CancellationToken,
+    metrics: Arc<Metrics>,
+    health: Arc<Health>,
+) {
     let (infos, observations) = watch::observe(&client, &settings.watch, settings.keys.clone());
     let queue = WorkQueue::new(Duration::from_millis(100), settings.max_backoff);
-    let ctx = Arc::new(Context { client, settings, index: Mutex::new(Index::default()), queue });
+    let ctx = Arc::new(Context { client, settings, index: Mutex::new(Index::default()), queue, metrics, health });
     let workers: Vec<_> = (0..ctx.settings.workers.max(1)).map(|_| tokio::spawn(worker(ctx.clone()))).collect();
     info!(
         scope = ?ctx.settings.watch.scope,
@@ -90,7 +100,7 @@ pub async fn run(client: Client, settings: Settings, shutdown: CancellationToken
         auto_reload_all = ctx.settings.decisions.auto_reload_all,
         "Starting Reloader"
     );
-    let mut observer = Observer::new(ctx.clone(), infos, ready);
+    let mut observer = Observer::new(ctx.clone(), infos);
     let mut observations = observations;
     loop {
         tokio::select! {
@@ -103,16 +113,30 @@ pub async fn run(client: Client, settings: Settings, shutdown: CancellationToken
     }
     info!("shutting down: finishing in-flight reloads");
     ctx.queue.shut_down();
-    for w in workers {
-        let _ = w.await;
+    let drained = tokio::time::timeout(SHUTDOWN_GRACE, futures::future::join_all(workers)).await;
+    if drained.is_err() {
+        warn!("in-flight reloads did not finish within {SHUTDOWN_GRACE:?}; exiting anyway");
     }
 }
 
 async fn worker(ctx: Arc<Context>) {
     while let Some((key, triggered)) = ctx.queue.next().await {
-        match reconcile(&ctx, &key, triggered).await {
-            Ok(()) => ctx.queue.done(&key),
+        let m = &ctx.metrics;
+        m.queue_depth.set(i64::try_from(ctx.queue.len()).unwrap_or(i64::MAX));
+        m.queue_latency.observe(triggered.elapsed().as_secs_f64());
+        let started = Instant::now();
+        let result = reconcile(&ctx, &key, triggered).await;
+        let outcome = match &result {
+            Ok(true) => "success",
+            Ok(false) => "skipped",
+            Err(_) => "error",
+        };
+        m.reconcile.with_label_values(&[outcome]).inc();
+        m.reconcile_duration.with_label_values(&[outcome]).observe(started.elapsed().as_secs_f64());
+        match result {
+            Ok(_) => ctx.queue.done(&key),
             Err(e) if e.is_transient() => {
+                m.retries.inc();
                 let (attempt, delay) = ctx.queue.retry(&key, triggered);
                 warn!(namespace = %key.namespace, workload = %key.name, kind = %key.kind, attempt, ?delay, "reload failed, retrying: {e}");
             }
@@ -124,7 +148,8 @@ async fn worker(ctx: Arc<Context>) {
     }
 }
 
-async fn reconcile(ctx: &Context, key: &WorkloadKey, triggered: Instant) -> Result<(), Error> {
+/// Plans and writes one workload; `Ok(false)` when there was nothing to write.
+async fn reconcile(ctx: &Context, key: &WorkloadKey, triggered: Instant) -> Result<bool, Error> {
     let (plan, pause_state) = {
         let mut index = ctx.index();
         (index.plan(key, ctx.settings.decisions, ctx.settings.strategy), index.pause_state(key))
@@ -143,7 +168,8 @@ async fn reconcile(ctx: &Context, key: &WorkloadKey, triggered: Instant) -> Resu
         action => Some((ctx.settings.keys.paused_at.as_str(), action)),
     };
     if plan.is_empty() && pause.is_none() {
-        return Ok(());
+        ctx.metrics.skipped.with_label_values(&["strategy_not_updated"]).inc();
+        return Ok(false);
     }
     let changes: Vec<TemplateChange> = plan.reloads.iter().map(template_change).collect();
     let write = WorkloadWrite {
@@ -153,11 +179,25 @@ async fn reconcile(ctx: &Context, key: &WorkloadKey, triggered: Instant) -> Resu
         applied_hashes: plan.applied_hashes.as_ref().map(encode_applied_hashes),
         pause: pause.clone(),
     };
-    match workload::write(&ctx.client, key, &write).await {
+    let kind = key.kind.to_string();
+    let result = workload::write(&ctx.client, key, &write).await;
+    let m = &ctx.metrics;
+    if !plan.reloads.is_empty() && !matches!(&result, Err(kube::Error::Api(s)) if s.code == 404) {
+        let ok = result.is_ok();
+        m.reload_executed(ok, &key.namespace);
+        m.action.with_label_values(&[kind.as_str(), if ok { "success" } else { "error" }]).inc();
+        if ok {
+            m.action_latency.with_label_values(&[&kind]).observe(triggered.elapsed().as_secs_f64());
+            m.workloads_matched.with_label_values(&[&kind]).inc();
+        } else {
+            m.errors.with_label_values(&["handler_error"]).inc();
+        }
+    }
+    match result {
         Ok(()) => {}
         Err(kube::Error::Api(status)) if status.code == 404 => {
             debug!(workload = %key, "workload is gone; nothing to reload");
-            return Ok(());
+            return Ok(false);
         }
         Err(source) => {
             let resources = plan.reloads.iter().map(|r| r.config.to_string()).collect::<Vec<_>>().join(", ");
@@ -188,7 +228,7 @@ async fn reconcile(ctx: &Context, key: &WorkloadKey, triggered: Instant) -> Resu
             r.config.name, r.config.kind.upstream_type(), r.config.namespace, key.name, key.kind, key.namespace
         );
     }
-    Ok(())
+    Ok(true)
 }
 
 fn template_change(r: &PlannedReload) -> TemplateChange {

@@ -8,12 +8,12 @@ use std::{
     time::{Duration, Instant},
 };
 
-use tokio::sync::watch as signal;
 use tracing::{debug, info, warn};
 
 use super::{Context, Observed, Source, StreamInfo};
 use crate::{
     index::{Baseline, ConfigKey, ConfigUpdate},
+    resource::ConfigKind,
     workload::WorkloadKey,
 };
 
@@ -28,11 +28,15 @@ pub(super) struct Observer {
     /// Namespaces matching `--namespace-selector` (only consulted when it is set).
     selected: HashSet<String>,
     synced: bool,
-    ready: signal::Sender<bool>,
+    /// Streams currently failing, since when.
+    failing: HashMap<usize, Instant>,
 }
 
+/// A watch failing for longer than this turns the controller not ready.
+const WATCH_FAILURE_BOUND: Duration = Duration::from_secs(60);
+
 impl Observer {
-    pub(super) fn new(ctx: Arc<Context>, infos: Vec<StreamInfo>, ready: signal::Sender<bool>) -> Self {
+    pub(super) fn new(ctx: Arc<Context>, infos: Vec<StreamInfo>) -> Self {
         let listed = vec![false; infos.len()];
         Self {
             ctx,
@@ -43,7 +47,7 @@ impl Observer {
             seen_namespaces: HashMap::new(),
             selected: HashSet::new(),
             synced: false,
-            ready,
+            failing: HashMap::new(),
         }
     }
 
@@ -63,11 +67,33 @@ impl Observer {
     }
 
     fn enqueue(&self, key: WorkloadKey, at: Instant, coalesce: bool) {
+        let m = &self.ctx.metrics;
         if !self.active(&key.namespace) {
+            m.skipped.with_label_values(&["ignored_or_not_selected"]).inc();
             return;
         }
         let window = if coalesce { self.ctx.settings.coalesce_window } else { Duration::ZERO };
+        m.queue_adds.inc();
         self.ctx.queue.add_after(key, at, window);
+        m.queue_depth.set(i64::try_from(self.ctx.queue.len()).unwrap_or(i64::MAX));
+    }
+
+    fn received(&self, event: &str, stream: usize) {
+        let resource = match self.infos.get(stream).map(|i| i.source) {
+            Some(Source::Config(ConfigKind::ConfigMap)) => "configmaps",
+            Some(Source::Config(ConfigKind::Secret)) => "secrets",
+            Some(Source::Config(ConfigKind::SecretProviderClass)) => "secretproviderclasspodstatuses",
+            Some(Source::Namespaces) => "namespaces",
+            Some(Source::Workload(_)) | None => return,
+        };
+        self.ctx.metrics.events_received.with_label_values(&[event, resource]).inc();
+    }
+
+    fn update_gauges(&self, index: &crate::index::Index) {
+        let (configs, workloads) = index.sizes();
+        let g = &self.ctx.metrics.index_objects;
+        g.with_label_values(&["resources"]).set(i64::try_from(configs).unwrap_or(i64::MAX));
+        g.with_label_values(&["workloads"]).set(i64::try_from(workloads).unwrap_or(i64::MAX));
     }
 
     pub(super) fn apply(&mut self, o: Observed) {
@@ -88,6 +114,11 @@ impl Observer {
                 }
                 let update = index.upsert_config(key.clone(), facts, baseline);
                 debug!(resource = %key, ?update, "observed");
+                self.received(if update == ConfigUpdate::Created { "add" } else { "update" }, stream);
+                if self.synced && matches!(update, ConfigUpdate::MetadataOnly | ConfigUpdate::Unchanged) && !listed {
+                    self.ctx.metrics.skipped.with_label_values(&["no_data_change"]).inc();
+                }
+                self.update_gauges(&index);
                 let trigger = match update {
                     ConfigUpdate::Changed { .. } => true,
                     ConfigUpdate::Created => baseline == Baseline::Stale,
@@ -101,6 +132,8 @@ impl Observer {
             }
             Observed::ConfigDeleted(key) => {
                 let tombstone = self.ctx.settings.reload_on_delete;
+                let resource = if key.kind == ConfigKind::Secret { "secrets" } else { "configmaps" };
+                self.ctx.metrics.events_received.with_label_values(&["delete", resource]).inc();
                 let mut index = self.ctx.index();
                 if index.delete_config(&key, tombstone) && tombstone && self.synced {
                     for w in index.candidates(&key) {
@@ -116,6 +149,7 @@ impl Observer {
                     self.seen_workloads.entry(stream).or_default().insert(key.clone());
                 }
                 let update = index.upsert_workload(key.clone(), *summary, baseline);
+                self.update_gauges(&index);
                 drop(index);
                 for p in &update.new_problems {
                     warn!(namespace = %key.namespace, workload = %key.name, kind = %key.kind, key = %p.key,
@@ -144,6 +178,13 @@ impl Observer {
             Observed::Error { stream, message } => {
                 let info = &self.infos[stream];
                 warn!(source = ?info.source, namespace = ?info.namespace, "watch failed, retrying with backoff: {message}");
+                let m = &self.ctx.metrics;
+                m.watch_restarts.with_label_values(&[&format!("{:?}", info.source)]).inc();
+                m.errors.with_label_values(&["watch_error"]).inc();
+                let since = *self.failing.entry(stream).or_insert(now);
+                if now.duration_since(since) > WATCH_FAILURE_BOUND {
+                    self.ctx.health.set_watch_failing(true);
+                }
             }
         }
     }
@@ -178,12 +219,16 @@ impl Observer {
             }
         }
         self.listed[id] = true;
+        if self.failing.remove(&id).is_some() && self.failing.is_empty() {
+            self.ctx.health.set_watch_failing(false);
+        }
         let first_sync = !self.synced && self.listed.iter().all(|l| *l);
         if first_sync {
             self.synced = true;
             let (configs, workloads) = index.sizes();
             info!(configs, workloads, "all watches synced; reconciling every workload once");
-            let _ = self.ready.send(true);
+            self.ctx.health.set_synced();
+            self.ctx.metrics.ready.set(1.0);
         }
         if self.synced {
             let now = Instant::now();
@@ -209,7 +254,6 @@ mod tests {
         decision::DecisionSettings,
         hash::ContentHash,
         index::{ConfigFacts, Index},
-        resource::ConfigKind,
         strategy::ReloadStrategy,
         workload::{WorkloadKind, summarise},
     };
@@ -241,6 +285,8 @@ mod tests {
             settings,
             index: std::sync::Mutex::new(Index::default()),
             queue: WorkQueue::new(Duration::from_millis(10), Duration::from_millis(10)),
+            metrics: Arc::new(crate::metrics::Metrics::new(false)),
+            health: Arc::new(crate::http::Health::default()),
         })
     }
 
@@ -285,8 +331,7 @@ mod tests {
             StreamInfo { source: Source::Config(ConfigKind::ConfigMap), namespace: None },
             StreamInfo { source: Source::Workload(WorkloadKind::Deployment), namespace: None },
         ];
-        let (ready_tx, ready) = signal::channel(false);
-        let mut o = Observer::new(ctx.clone(), infos, ready_tx);
+        let mut o = Observer::new(ctx.clone(), infos);
 
         // Initial lists, interleaved: nothing is queued until both are complete.
         for ev in [Observed::ListStarted(0), Observed::ListStarted(1), config("cfg", "v1", true), workload("web", true)]
@@ -295,9 +340,9 @@ mod tests {
         }
         o.apply(config("stale", "v1", true));
         o.apply(Observed::ListDone(0));
-        assert!(ctx.queue.is_empty() && !*ready.borrow(), "not synced yet");
+        assert!(ctx.queue.is_empty() && ctx.health.readiness().is_err(), "not synced yet");
         o.apply(Observed::ListDone(1));
-        assert!(*ready.borrow());
+        assert_eq!(ctx.health.readiness(), Ok(()));
         assert_eq!(drain(&ctx).await, ["web"], "every workload is reconciled once after the first sync");
 
         // A duplicate and a metadata-only event queue nothing; a content change queues its workload.

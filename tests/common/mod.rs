@@ -54,6 +54,7 @@ impl Reloader {
     pub async fn start_unscoped(args: &[&str], env: &[(&str, &str)]) -> Self {
         let kubeconfig = testenv::harness::kubeconfig_path();
         let mut child = Command::new(env!("CARGO_BIN_EXE_reloader"))
+            .arg("--metrics-addr=127.0.0.1:0")
             .args(args)
             .envs(env.iter().copied())
             .env("KUBECONFIG", &kubeconfig)
@@ -80,6 +81,30 @@ impl Reloader {
         let r = Self { child, lines };
         r.wait_log("all watches synced").await;
         r
+    }
+
+    /// The process id (for signals).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits for the process to exit by itself (after a signal) and returns its status code.
+    pub async fn wait_exit(&mut self, timeout: Duration) -> Option<i32> {
+        let start = std::time::Instant::now();
+        while start.elapsed() < timeout {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status.code();
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        None
+    }
+
+    /// `http://<address>` of the metrics and health server (from the startup log line).
+    pub async fn http_base(&self) -> String {
+        let line = self.wait_log("serving /metrics").await;
+        let addr = line.rsplit(" on ").next().unwrap_or_default().split_whitespace().next().unwrap_or_default();
+        format!("http://{addr}")
     }
 
     /// A copy of every log line so far.
@@ -334,4 +359,23 @@ where
     <K as kube::Resource>::DynamicType: Default,
 {
     ns.api::<K>()
+}
+
+/// A minimal HTTP GET (no client dependency needed for tests): returns (status, body).
+pub async fn http_get(base: &str, path: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = base.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap_or_else(|e| panic!("connect {addr}: {e}"));
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.expect("send request");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.expect("read response");
+    let status = response.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let body = response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
+    (status, body)
+}
+
+/// The value of one sample (`name{labels}` exactly as exposed) in a Prometheus text exposition.
+pub fn sample(metrics: &str, series: &str) -> Option<f64> {
+    metrics.lines().find_map(|l| l.strip_prefix(series).and_then(|rest| rest.trim().parse().ok()))
 }
