@@ -10,6 +10,7 @@ pub mod constants;
 pub mod controller;
 pub mod decision;
 pub mod duration;
+pub mod events;
 pub mod hash;
 pub mod http;
 pub mod index;

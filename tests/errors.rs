@@ -93,6 +93,15 @@ async fn a_rejected_patch_is_reported_once_and_the_next_change_still_reloads() {
     }
     Kind::Deployment.stays_at_revisions(&ns, "web", 1).await;
     assert_eq!(reloader.count_log("not retrying"), 1, "a permanent error is logged once, not retried");
+    let events = ns.api::<k8s_openapi::api::events::v1::Event>().list(&Default::default()).await.expect("events");
+    let failed: Vec<_> = events.items.iter().filter(|e| e.reason.as_deref() == Some("ReloadFail")).collect();
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert_eq!(failed[0].type_.as_deref(), Some("Warning"));
+    let note = failed[0].note.clone().unwrap_or_default();
+    assert!(
+        note.starts_with("Update for 'web' of type 'Deployment'") && note.contains("deployment is frozen"),
+        "{note}"
+    );
 
     deployments
         .patch("web", &PatchParams::default(), &Patch::Merge(&json!({"metadata": {"labels": {"frozen": null}}})))
@@ -139,4 +148,7 @@ async fn names_that_share_an_env_var_are_reported_and_still_reload() {
     assert!(line.contains("STAKATER_A_B_CONFIGMAP") && line.contains("a-b, a.b"), "{line}");
     set_configmap_data(&ns, "a.b", &[("k", "2")]).await;
     Kind::Deployment.wait_revisions(&ns, "web", 2).await;
+    // The shared variable must not make the two resources undo each other's value in a loop.
+    Kind::Deployment.stays_at_revisions(&ns, "web", 2).await;
+    assert_eq!(reloader.count_log("updated 'web'"), 1);
 }

@@ -126,3 +126,58 @@ async fn sigterm_finishes_and_exits_zero_within_the_bound() {
     assert_eq!(reloader.wait_exit(Duration::from_secs(15)).await, Some(0));
     assert!(reloader.count_log("shutting down") >= 1);
 }
+
+async fn events_for(ns: &TestNamespace, workload: &str) -> Vec<k8s_openapi::api::events::v1::Event> {
+    let list = ns.api::<k8s_openapi::api::events::v1::Event>().list(&Default::default()).await.expect("list events");
+    list.items.into_iter().filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(workload)).collect()
+}
+
+#[tokio::test]
+async fn reloads_and_bad_annotations_become_kubernetes_events() {
+    let ns = TestNamespace::create("events").await;
+    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
+    create_secret(&ns, "creds", &[("password", "hunter2")], &[]).await;
+    let spec = json!({"containers": [{"name": "app", "image": "x", "envFrom": [{"configMapRef": {"name": "cfg"}}, {"secretRef": {"name": "creds"}}]}]});
+    Kind::Deployment.create(&ns, "web", json!({"reloader.stakater.com/auto": "true"}), json!({}), spec).await;
+    Kind::Deployment
+        .create(&ns, "bad", json!({"secret.reloader.stakater.com/reload": "creds,(oops"}), json!({}), plain_pod())
+        .await;
+    let _reloader = Reloader::start(&ns.name, &[]).await;
+    set_secret_value(&ns, "creds", "password", "correct-horse").await;
+
+    let reloaded = wait_for("a Reloaded event on web", RELOAD_WAIT, || async {
+        let events = events_for(&ns, "web").await;
+        events.into_iter().find(|e| e.reason.as_deref() == Some("Reloaded")).ok_or_else(|| "none yet".to_owned())
+    })
+    .await;
+    assert_eq!(reloaded.type_.as_deref(), Some("Normal"));
+    let note = reloaded.note.unwrap_or_default();
+    assert_eq!(
+        note,
+        format!(
+            "Changes detected in 'creds' of type 'SECRET' in namespace '{0}', Updated 'web' of type 'Deployment' in namespace '{0}'",
+            ns.name
+        )
+    );
+    let regarding = reloaded.regarding.expect("regarding");
+    assert_eq!((regarding.kind.as_deref(), regarding.api_version.as_deref()), (Some("Deployment"), Some("apps/v1")));
+
+    let invalid = wait_for("an InvalidAnnotation event on bad", RELOAD_WAIT, || async {
+        let events = events_for(&ns, "bad").await;
+        events
+            .into_iter()
+            .find(|e| e.reason.as_deref() == Some("InvalidAnnotation"))
+            .ok_or_else(|| "none yet".to_owned())
+    })
+    .await;
+    assert_eq!(invalid.type_.as_deref(), Some("Warning"));
+    let note = invalid.note.unwrap_or_default();
+    assert!(note.contains("(oops") && note.contains("secret.reloader.stakater.com/reload"), "{note}");
+
+    // No event anywhere in the namespace carries Secret data.
+    let all = ns.api::<k8s_openapi::api::events::v1::Event>().list(&Default::default()).await.expect("events");
+    for e in all.items {
+        let note = e.note.unwrap_or_default();
+        assert!(!note.contains("hunter2") && !note.contains("correct-horse"), "{note}");
+    }
+}

@@ -26,6 +26,7 @@ pub use settings::Settings;
 pub use watch::{Observed, Source, StreamInfo, WatchPlan};
 
 use crate::{
+    events::EventSink,
     http::Health,
     index::{Index, PlannedReload},
     metrics::Metrics,
@@ -69,6 +70,7 @@ struct Context {
     queue: WorkQueue<WorkloadKey>,
     metrics: Arc<Metrics>,
     health: Arc<Health>,
+    events: Option<EventSink>,
 }
 
 impl Context {
@@ -91,7 +93,9 @@ pub async fn run(
 ) {
     let (infos, observations) = watch::observe(&client, &settings.watch, settings.keys.clone());
     let queue = WorkQueue::new(Duration::from_millis(100), settings.max_backoff);
-    let ctx = Arc::new(Context { client, settings, index: Mutex::new(Index::default()), queue, metrics, health });
+    let events = Some(EventSink::spawn(client.clone(), metrics.clone()));
+    let ctx =
+        Arc::new(Context { client, settings, index: Mutex::new(Index::default()), queue, metrics, health, events });
     let workers: Vec<_> = (0..ctx.settings.workers.max(1)).map(|_| tokio::spawn(worker(ctx.clone()))).collect();
     info!(
         scope = ?ctx.settings.watch.scope,
@@ -150,9 +154,13 @@ async fn worker(ctx: Arc<Context>) {
 
 /// Plans and writes one workload; `Ok(false)` when there was nothing to write.
 async fn reconcile(ctx: &Context, key: &WorkloadKey, triggered: Instant) -> Result<bool, Error> {
-    let (plan, pause_state) = {
+    let (plan, pause_state, uid) = {
         let mut index = ctx.index();
-        (index.plan(key, ctx.settings.decisions, ctx.settings.strategy), index.pause_state(key))
+        (
+            index.plan(key, ctx.settings.decisions, ctx.settings.strategy),
+            index.pause_state(key),
+            index.workload_uid(key),
+        )
     };
     let now = jiff::Timestamp::now();
     let pause = match pause_state {
@@ -200,6 +208,9 @@ async fn reconcile(ctx: &Context, key: &WorkloadKey, triggered: Instant) -> Resu
             return Ok(false);
         }
         Err(source) => {
+            if let Some(events) = &ctx.events {
+                events.reload_failed(key, uid, &source.to_string());
+            }
             let resources = plan.reloads.iter().map(|r| r.config.to_string()).collect::<Vec<_>>().join(", ");
             let resources = if resources.is_empty() { "its applied-hashes record".to_owned() } else { resources };
             return Err(Error::Patch { workload: key.to_string(), resources, source });
@@ -220,6 +231,9 @@ async fn reconcile(ctx: &Context, key: &WorkloadKey, triggered: Instant) -> Resu
         debug!(workload = %key, "recorded applied hashes");
     }
     for r in &plan.reloads {
+        if let Some(events) = &ctx.events {
+            events.reloaded(key, uid.clone(), &r.config.name, r.config.kind.upstream_type());
+        }
         info!(
             namespace = %key.namespace, workload = %key.name, kind = %key.kind,
             config = %r.config.name, config_kind = %r.config.kind, reason = %r.reason, latency_ms,

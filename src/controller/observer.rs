@@ -150,10 +150,14 @@ impl Observer {
                 }
                 let update = index.upsert_workload(key.clone(), *summary, baseline);
                 self.update_gauges(&index);
+                let uid = index.workload_uid(&key);
                 drop(index);
                 for p in &update.new_problems {
                     warn!(namespace = %key.namespace, workload = %key.name, kind = %key.kind, key = %p.key,
                           value = %p.value, "{} '{}' in namespace '{}': {}", key.kind, key.name, key.namespace, p.message);
+                    if let Some(events) = &self.ctx.events {
+                        events.invalid_annotation(&key, uid.clone(), &p.message);
+                    }
                 }
                 if update.relevant && self.synced {
                     self.enqueue(key, now, false);
@@ -287,6 +291,7 @@ mod tests {
             queue: WorkQueue::new(Duration::from_millis(10), Duration::from_millis(10)),
             metrics: Arc::new(crate::metrics::Metrics::new(false)),
             health: Arc::new(crate::http::Health::default()),
+            events: None,
         })
     }
 

@@ -252,6 +252,11 @@ impl Index {
         Some(state)
     }
 
+    /// A workload's UID (for Events).
+    pub fn workload_uid(&self, key: &WorkloadKey) -> Option<String> {
+        self.workloads.get(key).map(|s| s.summary.uid.clone()).filter(|u| !u.is_empty())
+    }
+
     /// A workload's pause state.
     pub fn pause_state(&self, key: &WorkloadKey) -> Option<crate::pause::PauseState> {
         self.workloads.get(key).map(|s| s.summary.pause.clone())

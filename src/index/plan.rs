@@ -142,8 +142,10 @@ pub(super) fn template_record(
     container: Option<&str>,
 ) -> Option<ContentHash> {
     let env = env_var_name(*kind, name);
+    let ambiguous = summary.ambiguous_env.contains(&env);
     let in_container = |c: Option<&str>| {
-        summary.env_records.iter().find(|(cn, en, _)| *en == env && c.is_none_or(|c| c == cn)).map(|(_, _, h)| *h)
+        let found = summary.env_records.iter().find(|(cn, en, _)| *en == env && c.is_none_or(|c| c == cn));
+        found.filter(|_| !ambiguous).map(|(_, _, h)| *h)
     };
     in_container(container)
         .or_else(|| in_container(None))

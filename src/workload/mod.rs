@@ -48,6 +48,16 @@ pub enum WorkloadKind {
     Job,
 }
 
+impl WorkloadKind {
+    /// The kind's API version.
+    pub fn api_version(self) -> &'static str {
+        match self {
+            Self::Deployment | Self::StatefulSet | Self::DaemonSet => "apps/v1",
+            Self::CronJob | Self::Job => "batch/v1",
+        }
+    }
+}
+
 impl fmt::Display for WorkloadKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(self, f)
@@ -111,6 +121,9 @@ pub struct WorkloadSummary {
     pub applied_hashes: BTreeMap<(ConfigKind, String), ContentHash>,
     /// Pause state (Deployments; `period` is read on every kind only to report it).
     pub pause: PauseState,
+    /// `STAKATER_*` names shared by several resources (`a-b`, `a.b`): their env values cannot tell which
+    /// resource they record, so only the metadata record counts for them.
+    pub ambiguous_env: Vec<String>,
 }
 
 /// Summarises a workload object for the index.
@@ -138,7 +151,9 @@ pub fn summarise<K: WorkloadObject>(obj: &K, keys: &AnnotationKeys) -> Option<(W
     let uses = spec.map(config_uses).unwrap_or_default();
     let metadata_annotations = obj.meta().annotations.as_ref();
     let mut annotations = WorkloadAnnotations::extract(keys, metadata_annotations, template_annotations);
-    annotations.problems.extend(env_name_collisions(&uses));
+    let collisions = env_name_collisions(&uses);
+    let ambiguous_env = collisions.iter().map(|p| p.key.clone()).collect();
+    annotations.problems.extend(collisions);
     let pause = PauseState {
         paused: obj.paused(),
         paused_at: metadata_annotations.and_then(|a| a.get(&keys.paused_at)).cloned(),
@@ -160,6 +175,7 @@ pub fn summarise<K: WorkloadObject>(obj: &K, keys: &AnnotationKeys) -> Option<(W
             .map(|v| parse_applied_hashes(v))
             .unwrap_or_default(),
         pause,
+        ambiguous_env,
     };
     Some((WorkloadKey { kind: K::KIND, namespace: namespace.into(), name: obj.name_any() }, summary))
 }

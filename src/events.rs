@@ -1,0 +1,99 @@
+//! Kubernetes Events (events.k8s.io/v1) on workloads: `Reloaded` for every reload, `ReloadFail` when a write
+//! is rejected (upstream v1's reasons and messages), `InvalidAnnotation` for a bad annotation value. Events go
+//! through a bounded queue to one publisher task, so they never delay reloads; overflow is counted, not waited
+//! for. Messages name resources and annotation values, never Secret data.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::{
+    Client,
+    runtime::events::{Event, EventType, Recorder, Reporter},
+};
+use tokio::sync::mpsc;
+
+use crate::{metrics::Metrics, workload::WorkloadKey};
+
+/// Name this controller reports events as.
+pub const REPORTER: &str = "reloader";
+/// Pending events beyond this are dropped (and counted).
+const QUEUE: usize = 1024;
+
+/// Sends events to the publisher task.
+#[derive(Clone)]
+pub struct EventSink {
+    tx: mpsc::Sender<(ObjectReference, Event)>,
+    metrics: Arc<Metrics>,
+}
+
+impl EventSink {
+    /// Starts the publisher task.
+    pub fn spawn(client: Client, metrics: Arc<Metrics>) -> Self {
+        let (tx, mut rx) = mpsc::channel::<(ObjectReference, Event)>(QUEUE);
+        let recorder = Recorder::new(client, Reporter::from(REPORTER));
+        let m = metrics.clone();
+        tokio::spawn(async move {
+            while let Some((reference, event)) = rx.recv().await {
+                if let Err(e) = recorder.publish(&event, &reference).await {
+                    m.errors.with_label_values(&["event_publish"]).inc();
+                    tracing::debug!("publishing event {} failed: {e}", event.reason);
+                }
+            }
+        });
+        Self { tx, metrics }
+    }
+
+    fn send(&self, key: &WorkloadKey, uid: Option<String>, type_: EventType, reason: &str, action: &str, note: String) {
+        let reference = ObjectReference {
+            api_version: Some(key.kind.api_version().to_owned()),
+            kind: Some(key.kind.to_string()),
+            name: Some(key.name.clone()),
+            namespace: Some(key.namespace.to_string()),
+            uid,
+            ..ObjectReference::default()
+        };
+        let event = Event { type_, reason: reason.into(), note: Some(note), action: action.into(), secondary: None };
+        if self.tx.try_send((reference, event)).is_err() {
+            self.metrics.errors.with_label_values(&["event_dropped"]).inc();
+        }
+    }
+
+    /// upstream v1: `Reloaded` with `Changes detected in '<res>' of type '<TYPE>' in namespace '<ns>', Updated
+    /// '<workload>' of type '<Kind>' in namespace '<ns>'`.
+    pub fn reloaded(&self, key: &WorkloadKey, uid: Option<String>, resource: &str, resource_type: &str) {
+        let note = format!(
+            "Changes detected in '{resource}' of type '{resource_type}' in namespace '{ns}', Updated '{w}' of type '{k}' in namespace '{ns}'",
+            ns = key.namespace,
+            w = key.name,
+            k = key.kind
+        );
+        self.send(key, uid, EventType::Normal, "Reloaded", "Reload", note);
+    }
+
+    /// upstream v1: `ReloadFail` with `Update for '<workload>' of type '<Kind>' in namespace '<ns>' failed with
+    /// error <err>`.
+    pub fn reload_failed(&self, key: &WorkloadKey, uid: Option<String>, error: &str) {
+        let note = format!(
+            "Update for '{}' of type '{}' in namespace '{}' failed with error {error}",
+            key.name, key.kind, key.namespace
+        );
+        self.send(key, uid, EventType::Warning, "ReloadFail", "Reload", truncate(note));
+    }
+
+    /// A bad annotation value (or another configuration problem) on the workload.
+    pub fn invalid_annotation(&self, key: &WorkloadKey, uid: Option<String>, message: &str) {
+        self.send(key, uid, EventType::Warning, "InvalidAnnotation", "Validate", truncate(message.to_owned()));
+    }
+}
+
+/// Event notes are limited to 1 kB.
+fn truncate(mut note: String) -> String {
+    if note.len() > 1000 {
+        let mut end = 1000;
+        while !note.is_char_boundary(end) {
+            end -= 1;
+        }
+        note.truncate(end);
+    }
+    note
+}
