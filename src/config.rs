@@ -157,6 +157,9 @@ pub struct Args {
     pub metrics_count_by_namespace: String,
 
     #[command(flatten)]
+    pub leader: LeaderArgs,
+
+    #[command(flatten)]
     pub later: NotYetSupported,
 
     /// Number of workloads patched concurrently.
@@ -171,14 +174,112 @@ pub struct Args {
     pub annotations: AnnotationArgs,
 }
 
+/// Leader election flags: upstream v1's `--enable-ha` and lease name, v2's timing flags.
+#[derive(clap::Args, Debug, Clone)]
+pub struct LeaderArgs {
+    /// Run several replicas; one leader reloads, the others keep their caches warm.
+    #[arg(long, env = "ENABLE_HA", value_parser = parse_bool, num_args = 0..=1, require_equals = true,
+          default_value = "false", default_missing_value = "true", action = ArgAction::Set)]
+    pub enable_ha: bool,
+    /// Lease name (upstream v1's).
+    #[arg(long, env = "LEADER_ELECTION_ID", default_value = "stakater-reloader-lock")]
+    pub leader_election_id: String,
+    /// Lease namespace (default: `POD_NAMESPACE`).
+    #[arg(long, env = "LEADER_ELECTION_NAMESPACE", default_value = "")]
+    pub leader_election_namespace: String,
+    /// How long a lease is valid (whole seconds, ≥ 1s).
+    #[arg(long, env = "LEADER_ELECTION_LEASE_DURATION", default_value = "15s", value_parser = parse_duration)]
+    pub leader_election_lease_duration: Duration,
+    /// How long before expiry the leader must have renewed.
+    #[arg(long, env = "LEADER_ELECTION_RENEW_DEADLINE", default_value = "10s", value_parser = parse_duration)]
+    pub leader_election_renew_deadline: Duration,
+    /// How often candidates retry.
+    #[arg(long, env = "LEADER_ELECTION_RETRY_PERIOD", default_value = "2s", value_parser = parse_duration)]
+    pub leader_election_retry_period: Duration,
+    /// This replica's identity (upstream: `POD_NAME`, required with `--enable-ha`).
+    #[arg(long = "pod-name", env = "POD_NAME", default_value = "", hide = true)]
+    pub pod_name: String,
+    /// This replica's namespace (upstream: `POD_NAMESPACE`, required with `--enable-ha`).
+    #[arg(long = "pod-namespace", env = "POD_NAMESPACE", default_value = "", hide = true)]
+    pub pod_namespace: String,
+}
+
+/// Validated leader election settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeaderElection {
+    /// Lease name.
+    pub lease_name: String,
+    /// Lease namespace.
+    pub namespace: String,
+    /// This replica's identity.
+    pub identity: String,
+    /// Lease duration in whole seconds.
+    pub lease_seconds: u64,
+    /// Renew deadline.
+    pub renew_deadline: Duration,
+    /// Retry period.
+    pub retry_period: Duration,
+}
+
+impl LeaderArgs {
+    /// `None` without `--enable-ha`; else the validated settings, with upstream's messages (v1 for the env
+    /// vars, PR #1206 for the timings).
+    pub fn validate(&self) -> Result<Option<LeaderElection>, String> {
+        if !self.enable_ha {
+            return Ok(None);
+        }
+        if self.pod_name.is_empty() {
+            return Err("POD_NAME not set, cannot run in HA mode without POD_NAME set".into());
+        }
+        if self.pod_namespace.is_empty() && self.leader_election_namespace.is_empty() {
+            return Err("POD_NAMESPACE not set, cannot run in HA mode without POD_NAMESPACE set".into());
+        }
+        let lease = self.leader_election_lease_duration;
+        let (renew, retry) = (self.leader_election_renew_deadline, self.leader_election_retry_period);
+        if lease.subsec_nanos() != 0 {
+            return Err("--leader-election-lease-duration must be a whole number of seconds".into());
+        }
+        if lease < Duration::from_secs(1) {
+            return Err("--leader-election-lease-duration must be at least 1s".into());
+        }
+        if lease.as_secs() > u64::from(i32::MAX.unsigned_abs()) {
+            return Err(format!(
+                "--leader-election-lease-duration must not exceed {}s, the largest value representable on the Lease API",
+                i32::MAX
+            ));
+        }
+        if renew.is_zero() {
+            return Err("--leader-election-renew-deadline must be greater than zero".into());
+        }
+        if retry.is_zero() {
+            return Err("--leader-election-retry-period must be greater than zero".into());
+        }
+        if lease <= renew {
+            return Err("--leader-election-lease-duration must be greater than --leader-election-renew-deadline".into());
+        }
+        if renew.as_secs_f64() <= retry.as_secs_f64() * 1.2 {
+            return Err("--leader-election-renew-deadline must be greater than --leader-election-retry-period multiplied by the jitter factor (1.2)".into());
+        }
+        let namespace = if self.leader_election_namespace.is_empty() {
+            self.pod_namespace.clone()
+        } else {
+            self.leader_election_namespace.clone()
+        };
+        Ok(Some(LeaderElection {
+            lease_name: self.leader_election_id.clone(),
+            namespace,
+            identity: self.pod_name.clone(),
+            lease_seconds: lease.as_secs(),
+            renew_deadline: renew,
+            retry_period: retry,
+        }))
+    }
+}
+
 /// Upstream flags accepted so existing manifests keep starting, whose features are not implemented yet; a
 /// warning says so when one is turned on.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct NotYetSupported {
-    /// Leader election (upstream v1 flag).
-    #[arg(long, env = "ENABLE_HA", value_parser = parse_bool, num_args = 0..=1, require_equals = true,
-          default_value = "false", default_missing_value = "true", action = ArgAction::Set)]
-    pub enable_ha: bool,
     /// Argo Rollouts support; `--is-Argo-Rollouts` is upstream v1's spelling.
     #[arg(long = "is-argo-rollouts", alias = "is-Argo-Rollouts", env = "IS_ARGO_ROLLOUTS", value_parser = parse_bool,
           num_args = 0..=1, require_equals = true, default_value = "false", default_missing_value = "true", action = ArgAction::Set)]
@@ -207,7 +308,6 @@ impl NotYetSupported {
     pub fn requested(&self) -> Vec<&'static str> {
         let mut out = Vec::new();
         for (on, name) in [
-            (self.enable_ha, "--enable-ha"),
             (self.is_argo_rollouts, "--is-Argo-Rollouts"),
             (parse_bool(&self.is_openshift).unwrap_or(true) && !self.is_openshift.is_empty(), "--is-openshift"),
             (self.enable_csi_integration, "--enable-csi-integration"),
@@ -505,6 +605,40 @@ mod tests {
         assert_eq!((s.namespace_selector, s.namespaces_to_ignore), (None, vec![]));
         let e = parse(&["--namespace-selector=a=b=c"]).expect("parse").scoping().expect_err("invalid");
         assert!(e.to_string().starts_with("--namespace-selector: invalid selector"), "{e}");
+    }
+
+    #[test]
+    fn leader_election_is_validated_like_upstream_pr_1206() {
+        let ha = |extra: &[&str]| {
+            let mut args = vec!["--enable-ha", "--pod-name=p", "--pod-namespace=ns"];
+            args.extend_from_slice(extra);
+            parse(&args).expect("parse").leader.validate()
+        };
+        let ok = ha(&[]).expect("defaults are valid").expect("enabled");
+        assert_eq!(
+            (ok.lease_name.as_str(), ok.namespace.as_str(), ok.lease_seconds),
+            ("stakater-reloader-lock", "ns", 15)
+        );
+        assert_eq!(
+            ha(&["--leader-election-lease-duration=1500ms"]),
+            Err("--leader-election-lease-duration must be a whole number of seconds".into())
+        );
+        assert_eq!(
+            ha(&["--leader-election-lease-duration=0s"]),
+            Err("--leader-election-lease-duration must be at least 1s".into())
+        );
+        assert_eq!(
+            ha(&["--leader-election-lease-duration=10s"]),
+            Err("--leader-election-lease-duration must be greater than --leader-election-renew-deadline".into())
+        );
+        assert!(
+            ha(&["--leader-election-renew-deadline=2s"]).expect_err("renew vs retry").contains("jitter factor (1.2)")
+        );
+        assert_eq!(
+            parse(&["--enable-ha", "--pod-namespace=ns"]).expect("parse").leader.validate(),
+            Err("POD_NAME not set, cannot run in HA mode without POD_NAME set".into())
+        );
+        assert_eq!(parse(&[]).expect("parse").leader.validate(), Ok(None));
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub mod events;
 pub mod hash;
 pub mod http;
 pub mod index;
+pub mod leader;
 pub mod metrics;
 pub mod pause;
 pub mod references;

@@ -6,9 +6,10 @@ use std::sync::Arc;
 
 use clap::Parser;
 use reloader::{
-    config::{Args, LogFormat},
+    config::{Args, LeaderElection, LogFormat},
     controller::{self, Settings},
     http::{self, Health},
+    leader::Leadership,
     metrics::Metrics,
 };
 use tokio_util::sync::CancellationToken;
@@ -19,15 +20,17 @@ async fn main() -> ExitCode {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let args = Args::parse();
     init_logging(&args);
-    let settings = match Settings::from_args(&args) {
-        Ok(s) => s,
+    let validated =
+        Settings::from_args(&args).map_err(|e| e.to_string()).and_then(|s| Ok((s, args.leader.validate()?)));
+    let (settings, election) = match validated {
+        Ok(v) => v,
         Err(e) => {
             // Same status as clap's own validation errors.
             eprintln!("error: {e}");
             return ExitCode::from(2);
         }
     };
-    match run(args, settings).await {
+    match run(args, settings, election).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!("{e:#}");
@@ -48,7 +51,7 @@ fn init_logging(args: &Args) {
     }
 }
 
-async fn run(args: Args, settings: Settings) -> anyhow::Result<()> {
+async fn run(args: Args, settings: Settings, election: Option<LeaderElection>) -> anyhow::Result<()> {
     for flag in args.later.requested() {
         tracing::warn!("{flag} is accepted for compatibility but not supported by this version yet; ignoring it");
     }
@@ -71,8 +74,16 @@ async fn run(args: Args, settings: Settings) -> anyhow::Result<()> {
         tracing::info!("signal received, shutting down");
         signals.cancel();
     });
-    controller::run(client, settings, shutdown, metrics, health).await;
-    Ok(())
+    let leadership = match &election {
+        Some(cfg) => {
+            tracing::info!(lease = %cfg.lease_name, namespace = %cfg.namespace, identity = %cfg.identity, "leader election enabled");
+            Leadership::elect(client.clone(), cfg).await?
+        }
+        None => Leadership::always(),
+    };
+    let result = controller::run(client, settings, shutdown, metrics, health, leadership.is_leader.clone()).await;
+    leadership.release().await;
+    Ok(result?)
 }
 
 async fn wait_for_signal() {

@@ -47,6 +47,8 @@ pub struct Metrics {
     pub index_objects: IntGaugeVec,
     /// `reloader_ready` (ours): 1 once every watch has synced.
     pub ready: Gauge,
+    /// `leader_election_master_status` (the name controller-runtime uses in upstream v2): 1 while leading.
+    pub leader: IntGauge,
 }
 
 const RECONCILE_BUCKETS: &[f64] = &[0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
@@ -99,6 +101,8 @@ impl Metrics {
             IntGaugeVec::new(Opts::new("reloader_index_objects", "Objects held in the in-memory index"), &["type"])
                 .unwrap_or_else(|e| panic!("{e}"));
         let ready = Gauge::new("reloader_ready", "1 once every watch has synced").unwrap_or_else(|e| panic!("{e}"));
+        let leader = IntGauge::new("leader_election_master_status", "1 while this replica is the leader")
+            .unwrap_or_else(|e| panic!("{e}"));
         for c in [
             Box::new(queue_depth.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(queue_adds.clone()),
@@ -106,6 +110,7 @@ impl Metrics {
             Box::new(retries.clone()),
             Box::new(index_objects.clone()),
             Box::new(ready.clone()),
+            Box::new(leader.clone()),
             Box::new(prometheus::process_collector::ProcessCollector::for_self()),
         ] {
             r.register(c).unwrap_or_else(|e| panic!("register: {e}"));
@@ -165,6 +170,7 @@ impl Metrics {
             retries,
             index_objects,
             ready,
+            leader,
             registry: r,
         }
     }

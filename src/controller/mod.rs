@@ -82,21 +82,30 @@ impl Context {
 /// How long in-flight writes may take to finish after shutdown is requested.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
+/// The controller stopped because this replica lost the lease (upstream v1 then marks `/live` unhealthy so the
+/// kubelet restarts it; we also exit, like v2).
+#[derive(Debug, thiserror::Error)]
+#[error("no longer leader, shutting down")]
+pub struct LostLeadership;
+
 /// Runs the controller until `shutdown` is cancelled; in-flight writes finish (within a bound) before it
-/// returns. `health` turns ready once every watch has synced.
+/// returns. `health` turns ready once every watch has synced. Workers write only while `leader` is true; every
+/// replica keeps watching, so a new leader starts from a warm index and reconciles everything once.
 pub async fn run(
     client: Client,
     settings: Settings,
     shutdown: CancellationToken,
     metrics: Arc<Metrics>,
     health: Arc<Health>,
-) {
+    mut leader: tokio::sync::watch::Receiver<bool>,
+) -> Result<(), LostLeadership> {
     let (infos, observations) = watch::observe(&client, &settings.watch, settings.keys.clone());
     let queue = WorkQueue::new(Duration::from_millis(100), settings.max_backoff);
     let events = Some(EventSink::spawn(client.clone(), metrics.clone()));
     let ctx =
         Arc::new(Context { client, settings, index: Mutex::new(Index::default()), queue, metrics, health, events });
-    let workers: Vec<_> = (0..ctx.settings.workers.max(1)).map(|_| tokio::spawn(worker(ctx.clone()))).collect();
+    let workers: Vec<_> =
+        (0..ctx.settings.workers.max(1)).map(|_| tokio::spawn(worker(ctx.clone(), leader.clone()))).collect();
     info!(
         scope = ?ctx.settings.watch.scope,
         kinds = ?ctx.settings.watch.sources,
@@ -106,9 +115,28 @@ pub async fn run(
     );
     let mut observer = Observer::new(ctx.clone(), infos);
     let mut observations = observations;
+    let mut was_leader = *leader.borrow();
+    ctx.metrics.leader.set(if was_leader { 1 } else { 0 });
+    let mut result = Ok(());
     loop {
         tokio::select! {
             () = shutdown.cancelled() => break,
+            changed = leader.changed() => {
+                let is_leader = changed.is_ok() && *leader.borrow();
+                ctx.metrics.leader.set(if is_leader { 1 } else { 0 });
+                if is_leader && !was_leader {
+                    info!("became leader, starting controllers");
+                    observer.reconcile_all();
+                } else if !is_leader && was_leader {
+                    warn!("no longer leader, shutting down");
+                    ctx.health.set_not_live();
+                    result = Err(LostLeadership);
+                    break;
+                } else if changed.is_err() {
+                    break;
+                }
+                was_leader = is_leader;
+            }
             next = observations.next() => match next {
                 Some(o) => observer.apply(o),
                 None => break,
@@ -121,10 +149,21 @@ pub async fn run(
     if drained.is_err() {
         warn!("in-flight reloads did not finish within {SHUTDOWN_GRACE:?}; exiting anyway");
     }
+    result
 }
 
-async fn worker(ctx: Arc<Context>) {
-    while let Some((key, triggered)) = ctx.queue.next().await {
+async fn worker(ctx: Arc<Context>, mut leader: tokio::sync::watch::Receiver<bool>) {
+    loop {
+        // Non-leaders keep queueing (deduplicated per workload) but never write.
+        if leader.wait_for(|l| *l).await.is_err() {
+            return;
+        }
+        let Some((key, triggered)) = ctx.queue.next().await else { return };
+        if !*leader.borrow() {
+            ctx.queue.done(&key);
+            ctx.queue.add(key, triggered);
+            continue;
+        }
         let m = &ctx.metrics;
         m.queue_depth.set(i64::try_from(ctx.queue.len()).unwrap_or(i64::MAX));
         m.queue_latency.observe(triggered.elapsed().as_secs_f64());

@@ -234,11 +234,20 @@ impl Observer {
             self.ctx.health.set_synced();
             self.ctx.metrics.ready.set(1.0);
         }
+        drop(index);
         if self.synced {
-            let now = Instant::now();
-            for key in index.workload_keys() {
-                self.enqueue(key, now, false);
-            }
+            self.reconcile_all();
+        }
+    }
+
+    /// Queues every workload (after a sync, a relist, or on becoming leader); unchanged ones cost no request.
+    pub(super) fn reconcile_all(&self) {
+        if !self.synced {
+            return;
+        }
+        let now = Instant::now();
+        for key in self.ctx.index().workload_keys() {
+            self.enqueue(key, now, false);
         }
     }
 }

@@ -1,0 +1,120 @@
+//! High availability on the real control plane: three replicas compete for the Lease; the leader is killed
+//! in the middle of a burst of changes; every change still reloads its workload exactly once.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use k8s_openapi::api::coordination::v1::Lease;
+use serde_json::json;
+
+const LEASE: &str = "stakater-reloader-lock";
+
+async fn holder(ns: &TestNamespace) -> Option<String> {
+    let lease = ns.api::<Lease>().get_opt(LEASE).await.ok().flatten()?;
+    lease.spec?.holder_identity.filter(|h| !h.is_empty())
+}
+
+async fn start_replica(ns: &TestNamespace, name: &str) -> Reloader {
+    let args = [
+        "--enable-ha",
+        "--leader-election-lease-duration=3s",
+        "--leader-election-renew-deadline=2s",
+        "--leader-election-retry-period=1s",
+        "--coalesce-window=0",
+    ];
+    Reloader::start_with_env(&ns.name, &args, &[("POD_NAME", name), ("POD_NAMESPACE", &ns.name)]).await
+}
+
+#[tokio::test]
+async fn killing_the_leader_mid_burst_loses_and_duplicates_nothing() {
+    let ns = TestNamespace::create("ha").await;
+    const N: usize = 10;
+    for i in 0..N {
+        create_configmap(&ns, &format!("cfg-{i}"), &[("k", "0")], &[]).await;
+        Kind::Deployment
+            .create(
+                &ns,
+                &format!("web-{i}"),
+                json!({"reloader.stakater.com/auto": "true"}),
+                json!({}),
+                env_from_configmap(&format!("cfg-{i}")),
+            )
+            .await;
+    }
+    let mut replicas = [start_replica(&ns, "r0").await, start_replica(&ns, "r1").await, start_replica(&ns, "r2").await];
+    let leader = wait_for("a leader holding the lease", RELOAD_WAIT, || async {
+        holder(&ns).await.ok_or_else(|| "no holder".to_owned())
+    })
+    .await;
+    let leader_index: usize = leader.trim_start_matches('r').parse().expect("replica name");
+
+    for i in 0..N / 2 {
+        set_configmap_data(&ns, &format!("cfg-{i}"), &[("k", "1")]).await;
+    }
+    replicas[leader_index].kill();
+    let killed = Instant::now();
+    for i in N / 2..N {
+        set_configmap_data(&ns, &format!("cfg-{i}"), &[("k", "1")]).await;
+    }
+    let new_leader = wait_for("another replica to take the lease", RELOAD_WAIT, || async {
+        match holder(&ns).await {
+            Some(h) if h != leader => Ok(h),
+            other => Err(format!("holder {other:?}")),
+        }
+    })
+    .await;
+    let failover = killed.elapsed();
+    eprintln!("failover: {leader} killed, {new_leader} leads after {:.1}s", failover.as_secs_f64());
+
+    for i in 0..N {
+        Kind::Deployment.wait_revisions(&ns, &format!("web-{i}"), 2).await;
+    }
+    holds_for("every Deployment to stay at 2 revisions (no duplicate reloads)", QUIET_PERIOD, || async {
+        for i in 0..N {
+            let got = Kind::Deployment.revisions(&ns, &format!("web-{i}")).await;
+            if got != 2 {
+                return Err(format!("web-{i} has {got} revisions"));
+            }
+        }
+        Ok(())
+    })
+    .await;
+    for i in 0..N {
+        let value = Kind::Deployment.env(&ns, &format!("web-{i}"), "app", &format!("STAKATER_CFG_{i}_CONFIGMAP")).await;
+        assert_eq!(value, Some(configmap_hash(&[("k", "1")])), "web-{i}");
+    }
+    // Only leaders wrote: the third replica never did.
+    let idle = (0..3).find(|i| *i != leader_index && format!("r{i}") != new_leader).expect("a follower");
+    assert_eq!(replicas[idle].count_log("updated '"), 0, "a follower wrote");
+
+    // SIGTERM releases the lease at once (no waiting for it to expire).
+    let new_index: usize = new_leader.trim_start_matches('r').parse().expect("replica name");
+    let pid = replicas[new_index].pid().to_string();
+    std::process::Command::new("kill").args(["-TERM", &pid]).status().expect("kill");
+    assert_eq!(replicas[new_index].wait_exit(Duration::from_secs(15)).await, Some(0));
+    let released = wait_for("the lease to be released or passed on", Duration::from_secs(2), || async {
+        match holder(&ns).await {
+            Some(h) if h == new_leader => Err(format!("still held by {h}")),
+            other => Ok(other),
+        }
+    })
+    .await;
+    eprintln!("after SIGTERM of {new_leader}: holder {released:?}");
+}
+
+#[test]
+fn ha_without_pod_name_fails_with_upstreams_message() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_reloader"))
+        .args(["--enable-ha"])
+        .env_remove("POD_NAME")
+        .env("POD_NAMESPACE", "x")
+        .env("KUBECONFIG", "/nonexistent")
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("POD_NAME not set, cannot run in HA mode without POD_NAME set")
+    );
+}
