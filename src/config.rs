@@ -160,6 +160,9 @@ pub struct Args {
     pub leader: LeaderArgs,
 
     #[command(flatten)]
+    pub alerts: AlertArgs,
+
+    #[command(flatten)]
     pub later: NotYetSupported,
 
     /// Number of workloads patched concurrently.
@@ -172,6 +175,61 @@ pub struct Args {
 
     #[command(flatten)]
     pub annotations: AnnotationArgs,
+}
+
+/// Alerting and webhook flags (upstream v1 reads the `ALERT_*` env vars; v2 added the flags).
+#[derive(clap::Args, Debug, Clone)]
+pub struct AlertArgs {
+    /// Send a webhook (`{"webhook":"update successful"}`) instead of reloading, for every qualifying change.
+    #[arg(long, env = "WEBHOOK_URL", default_value = "")]
+    pub webhook_url: String,
+    /// Send an alert after every reload.
+    #[arg(long, env = "ALERT_ON_RELOAD", value_parser = parse_bool, num_args = 0..=1, require_equals = true,
+          default_value = "false", default_missing_value = "true", action = ArgAction::Set)]
+    pub alert_on_reload: bool,
+    /// `slack`, `teams`, `gchat`, or anything else for a plain-text webhook.
+    #[arg(long, env = "ALERT_SINK", default_value = "")]
+    pub alert_sink: String,
+    /// Where alerts go (never logged).
+    #[arg(long, env = "ALERT_WEBHOOK_URL", default_value = "", hide_env_values = true)]
+    pub alert_webhook_url: String,
+    /// Prefix for alert messages (`"<info> : <message>"`), also when set but empty, as upstream.
+    #[arg(long, env = "ALERT_ADDITIONAL_INFO")]
+    pub alert_additional_info: Option<String>,
+    /// HTTP proxy for alerts (`ALERT_WEBHOOK_PROXY` is upstream v1's name).
+    #[arg(long, env = "ALERT_WEBHOOK_PROXY", default_value = "")]
+    pub alert_proxy: String,
+}
+
+impl AlertArgs {
+    /// The alert destination when alerting is on and a URL is set.
+    pub fn alerts(&self) -> Option<crate::alerts::AlertConfig> {
+        let url = self.alert_webhook_url.trim();
+        if !self.alert_on_reload {
+            return None;
+        }
+        if url.is_empty() {
+            tracing::warn!("ALERT_WEBHOOK_URL env variable not provided");
+            return None;
+        }
+        Some(crate::alerts::AlertConfig {
+            url: url.to_owned(),
+            sink: crate::alerts::Sink::parse(&self.alert_sink),
+            additional: self.alert_additional_info.clone(),
+            proxy: Some(self.alert_proxy.clone()).filter(|p| !p.is_empty()),
+        })
+    }
+
+    /// The `--webhook-url` destination, if set.
+    pub fn webhook(&self) -> Option<crate::alerts::AlertConfig> {
+        let url = self.webhook_url.trim();
+        (!url.is_empty()).then(|| crate::alerts::AlertConfig {
+            url: url.to_owned(),
+            sink: crate::alerts::Sink::Raw,
+            additional: None,
+            proxy: Some(self.alert_proxy.clone()).filter(|p| !p.is_empty()),
+        })
+    }
 }
 
 /// Leader election flags: upstream v1's `--enable-ha` and lease name, v2's timing flags.
@@ -291,9 +349,6 @@ pub struct NotYetSupported {
     #[arg(long, env = "ENABLE_CSI_INTEGRATION", value_parser = parse_bool, num_args = 0..=1, require_equals = true,
           default_value = "false", default_missing_value = "true", action = ArgAction::Set)]
     pub enable_csi_integration: bool,
-    /// Send a webhook instead of reloading.
-    #[arg(long, env = "WEBHOOK_URL", default_value = "")]
-    pub webhook_url: String,
     /// pprof (a Go runtime feature; nothing to serve in Rust).
     #[arg(long, env = "ENABLE_PPROF", value_parser = parse_bool, num_args = 0..=1, require_equals = true,
           default_value = "false", default_missing_value = "true", action = ArgAction::Set)]
@@ -311,7 +366,6 @@ impl NotYetSupported {
             (self.is_argo_rollouts, "--is-Argo-Rollouts"),
             (parse_bool(&self.is_openshift).unwrap_or(true) && !self.is_openshift.is_empty(), "--is-openshift"),
             (self.enable_csi_integration, "--enable-csi-integration"),
-            (!self.webhook_url.is_empty(), "--webhook-url"),
             (self.enable_pprof, "--enable-pprof"),
         ] {
             if on {

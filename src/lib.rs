@@ -4,6 +4,7 @@
 //! Functional core (no client, no clock): [`annotations`], [`references`], [`hash`], [`decision`],
 //! [`strategy`]. Imperative shell: [`index`], [`controller`], [`workload`].
 
+pub mod alerts;
 pub mod annotations;
 pub mod config;
 pub mod constants;

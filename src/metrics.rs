@@ -47,6 +47,8 @@ pub struct Metrics {
     pub index_objects: IntGaugeVec,
     /// `reloader_ready` (ours): 1 once every watch has synced.
     pub ready: Gauge,
+    /// `reloader_alerts_total{result}` (ours): alerts and webhooks sent, failed after retries, or dropped.
+    pub alerts: IntCounterVec,
     /// `leader_election_master_status` (the name controller-runtime uses in upstream v2): 1 while leading.
     pub leader: IntGauge,
 }
@@ -157,6 +159,12 @@ impl Metrics {
                 "reloader_workloads_matched_total",
                 "Workloads written for a reload",
                 &["kind"],
+            ),
+            alerts: counter_vec(
+                &r,
+                "reloader_alerts_total",
+                "Alerts and webhooks by result (sent, failed, dropped)",
+                &["result"],
             ),
             watch_restarts: counter_vec(
                 &r,

@@ -26,6 +26,7 @@ pub use settings::Settings;
 pub use watch::{Observed, Source, StreamInfo, WatchPlan};
 
 use crate::{
+    alerts::{AlertConfig, Alerter},
     events::EventSink,
     http::Health,
     index::{Index, PlannedReload},
@@ -71,6 +72,10 @@ struct Context {
     metrics: Arc<Metrics>,
     health: Arc<Health>,
     events: Option<EventSink>,
+    /// Alerts after reloads.
+    alerts: Option<Alerter>,
+    /// `--webhook-url`: POST instead of reloading.
+    webhook: Option<Alerter>,
 }
 
 impl Context {
@@ -102,8 +107,14 @@ pub async fn run(
     let (infos, observations) = watch::observe(&client, &settings.watch, settings.keys.clone());
     let queue = WorkQueue::new(Duration::from_millis(100), settings.max_backoff);
     let events = Some(EventSink::spawn(client.clone(), metrics.clone()));
-    let ctx =
-        Arc::new(Context { client, settings, index: Mutex::new(Index::default()), queue, metrics, health, events });
+    let spawn =
+        |cfg: Option<AlertConfig>| cfg.and_then(|c| Alerter::spawn(c, metrics.clone()).map_err(|e| warn!("{e}")).ok());
+    let (alerts, webhook) = (spawn(settings.alerts.clone()), spawn(settings.webhook.clone()));
+    if webhook.is_some() {
+        warn!("webhook-url is set, will only send webhook, no resources will be reloaded");
+    }
+    let index = Mutex::new(Index::default());
+    let ctx = Arc::new(Context { client, settings, index, queue, metrics, health, events, alerts, webhook });
     let workers: Vec<_> =
         (0..ctx.settings.workers.max(1)).map(|_| tokio::spawn(worker(ctx.clone(), leader.clone()))).collect();
     info!(
@@ -272,6 +283,15 @@ async fn reconcile(ctx: &Context, key: &WorkloadKey, triggered: Instant) -> Resu
     for r in &plan.reloads {
         if let Some(events) = &ctx.events {
             events.reloaded(key, uid.clone(), &r.config.name, r.config.kind.upstream_type());
+        }
+        if let Some(alerts) = &ctx.alerts {
+            alerts.reloaded(
+                &r.config.name,
+                r.config.kind.upstream_type(),
+                &key.name,
+                &key.kind.to_string(),
+                &key.namespace,
+            );
         }
         info!(
             namespace = %key.namespace, workload = %key.name, kind = %key.kind,

@@ -78,6 +78,22 @@ impl Observer {
         m.queue_depth.set(i64::try_from(self.ctx.queue.len()).unwrap_or(i64::MAX));
     }
 
+    /// A qualifying change of `key`: queue the workloads it may concern, or in `--webhook-url` mode send the
+    /// webhook instead (upstream v1: for every qualifying change, whether or not a workload matches).
+    fn trigger(&self, index: &crate::index::Index, key: &ConfigKey, now: Instant) {
+        if let Some(webhook) = &self.ctx.webhook {
+            if self.active(&key.namespace) {
+                info!(resource = %key.name, namespace = %key.namespace, "Changes detected in '{}' of type '{}' in namespace '{}', sending webhook",
+                      key.name, key.kind.upstream_type(), key.namespace);
+                webhook.webhook();
+            }
+            return;
+        }
+        for w in index.candidates(key) {
+            self.enqueue(w, now, true);
+        }
+    }
+
     fn received(&self, event: &str, stream: usize) {
         let resource = match self.infos.get(stream).map(|i| i.source) {
             Some(Source::Config(ConfigKind::ConfigMap)) => "configmaps",
@@ -125,9 +141,7 @@ impl Observer {
                     ConfigUpdate::MetadataOnly | ConfigUpdate::Unchanged => false,
                 };
                 if trigger && self.synced {
-                    for w in index.candidates(&key) {
-                        self.enqueue(w, now, true);
-                    }
+                    self.trigger(&index, &key, now);
                 }
             }
             Observed::ConfigDeleted(key) => {
@@ -136,9 +150,7 @@ impl Observer {
                 self.ctx.metrics.events_received.with_label_values(&["delete", resource]).inc();
                 let mut index = self.ctx.index();
                 if index.delete_config(&key, tombstone) && tombstone && self.synced {
-                    for w in index.candidates(&key) {
-                        self.enqueue(w, now, true);
-                    }
+                    self.trigger(&index, &key, now);
                 }
             }
             Observed::Workload { stream, mut key, summary, listed } => {
@@ -287,6 +299,8 @@ mod tests {
             reload_on_delete: false,
             sync_after_restart: false,
             coalesce_window: Duration::ZERO,
+            alerts: None,
+            webhook: None,
             keys: Arc::new(AnnotationKeys::default()),
             strategy: ReloadStrategy::EnvVars,
             decisions: DecisionSettings::default(),
@@ -301,6 +315,8 @@ mod tests {
             metrics: Arc::new(crate::metrics::Metrics::new(false)),
             health: Arc::new(crate::http::Health::default()),
             events: None,
+            alerts: None,
+            webhook: None,
         })
     }
 

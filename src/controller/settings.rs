@@ -25,6 +25,10 @@ pub struct Settings {
     pub reload_on_delete: bool,
     /// `--sync-after-restart`.
     pub sync_after_restart: bool,
+    /// Alerts after reloads (`ALERT_*`).
+    pub alerts: Option<crate::alerts::AlertConfig>,
+    /// `--webhook-url`: send instead of reloading.
+    pub webhook: Option<crate::alerts::AlertConfig>,
     /// `--coalesce-window`.
     pub coalesce_window: Duration,
     /// Annotation keys.
@@ -71,6 +75,8 @@ impl Settings {
             reload_on_delete: args.reload_on_delete,
             sync_after_restart: args.sync_after_restart,
             coalesce_window: args.coalesce_window,
+            alerts: args.alerts.alerts(),
+            webhook: args.alerts.webhook(),
             keys: Arc::new(args.annotations.keys()),
             strategy: args.reload_strategy,
             decisions: DecisionSettings { auto_reload_all: args.auto_reload_all },
