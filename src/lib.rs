@@ -6,6 +6,7 @@
 
 pub mod alerts;
 pub mod annotations;
+pub mod client;
 pub mod config;
 pub mod constants;
 pub mod controller;

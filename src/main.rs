@@ -67,7 +67,7 @@ async fn run(args: Args, settings: Settings, election: Option<LeaderElection>) -
         let bound = http::serve(addr, router, shutdown.clone()).await?;
         tracing::info!(address = %bound, "serving health endpoints on {bound}");
     }
-    let client = kube::Client::try_default().await?;
+    let client = reloader::client::counted_client(metrics.rest_requests.clone()).await?;
     let signals = shutdown.clone();
     tokio::spawn(async move {
         wait_for_signal().await;

@@ -47,6 +47,8 @@ pub struct Metrics {
     pub index_objects: IntGaugeVec,
     /// `reloader_ready` (ours): 1 once every watch has synced.
     pub ready: Gauge,
+    /// `rest_client_requests_total{code,method,host}`: every API request the controller makes.
+    pub rest_requests: IntCounterVec,
     /// `reloader_alerts_total{result}` (ours): alerts and webhooks sent, failed after retries, or dropped.
     pub alerts: IntCounterVec,
     /// `leader_election_master_status` (the name controller-runtime uses in upstream v2): 1 while leading.
@@ -159,6 +161,12 @@ impl Metrics {
                 "reloader_workloads_matched_total",
                 "Workloads written for a reload",
                 &["kind"],
+            ),
+            rest_requests: counter_vec(
+                &r,
+                "rest_client_requests_total",
+                "Kubernetes API requests by code, method and host",
+                &["code", "method", "host"],
             ),
             alerts: counter_vec(
                 &r,

@@ -65,6 +65,15 @@ async fn counters_move_by_exactly_the_reloads_performed() {
     assert_eq!(value(&after, "reloader_index_objects{type=\"workloads\"}"), 2.0);
     assert_eq!(value(&after, "reloader_ready"), 1.0);
     assert!(value(&after, "process_resident_memory_bytes") > 0.0);
+    // No GET or LIST per event: the index answers; watches were opened before `before`.
+    let requests = |m: &str, method: &str| -> f64 {
+        m.lines()
+            .filter(|l| l.starts_with("rest_client_requests_total{") && l.contains(&format!("method=\"{method}\"")))
+            .filter_map(|l| l.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()))
+            .sum()
+    };
+    assert_eq!(requests(&after, "GET") - requests(&before, "GET"), 0.0, "GET/LIST requests during the changes");
+    assert!(requests(&after, "PATCH") - requests(&before, "PATCH") >= 4.0);
 }
 
 #[tokio::test]

@@ -1,0 +1,74 @@
+//! The Kubernetes client, with every request counted in `rest_client_requests_total{code,method,host}` (the
+//! metric upstream v1 hooks into client-go, and its load test reads).
+
+use std::task::{Context, Poll};
+
+use futures::{FutureExt, future::BoxFuture};
+use http::{Request, Response};
+use kube::client::ClientBuilder;
+use prometheus::IntCounterVec;
+use tower::{Layer, Service};
+
+/// Builds a client from the usual sources (`KUBECONFIG`, `~/.kube/config`, in-cluster) whose requests are
+/// counted in `counter`.
+pub async fn counted_client(counter: IntCounterVec) -> Result<kube::Client, kube::Error> {
+    let config = kube::Config::infer().await.map_err(kube::Error::InferConfig)?;
+    let host = config.cluster_url.authority().map(ToString::to_string).unwrap_or_default();
+    let layer = CountRequests { counter, host };
+    Ok(ClientBuilder::try_from(config)?.with_layer(&layer).build())
+}
+
+/// Counts requests by response code, method and host.
+#[derive(Clone)]
+pub struct CountRequests {
+    counter: IntCounterVec,
+    host: String,
+}
+
+impl<S> Layer<S> for CountRequests {
+    type Service = Counted<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Counted { inner, counter: self.counter.clone(), host: self.host.clone() }
+    }
+}
+
+/// The counting service.
+#[derive(Clone)]
+pub struct Counted<S> {
+    inner: S,
+    counter: IntCounterVec,
+    host: String,
+}
+
+impl<S, B, R> Service<Request<B>> for Counted<S>
+where
+    S: Service<Request<B>, Response = Response<R>>,
+    S::Future: Send + 'static,
+    S::Error: 'static,
+    R: 'static,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = BoxFuture<'static, Result<Self::Response, Self::Error>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        let method = req.method().as_str().to_owned();
+        let (counter, host) = (self.counter.clone(), self.host.clone());
+        self.inner
+            .call(req)
+            .map(move |res| {
+                let code = match &res {
+                    Ok(r) => r.status().as_u16().to_string(),
+                    Err(_) => "<error>".to_owned(),
+                };
+                counter.with_label_values(&[code.as_str(), method.as_str(), host.as_str()]).inc();
+                res
+            })
+            .boxed()
+    }
+}
