@@ -32,9 +32,6 @@ pub(super) struct Observer {
     failing: HashMap<usize, Instant>,
 }
 
-/// A watch failing for longer than this turns the controller not ready.
-const WATCH_FAILURE_BOUND: Duration = Duration::from_secs(60);
-
 impl Observer {
     pub(super) fn new(ctx: Arc<Context>, infos: Vec<StreamInfo>) -> Self {
         let listed = vec![false; infos.len()];
@@ -198,7 +195,7 @@ impl Observer {
                 m.watch_restarts.with_label_values(&[&format!("{:?}", info.source)]).inc();
                 m.errors.with_label_values(&["watch_error"]).inc();
                 let since = *self.failing.entry(stream).or_insert(now);
-                if now.duration_since(since) > WATCH_FAILURE_BOUND {
+                if now.duration_since(since) >= self.ctx.settings.watch_failure_bound {
                     self.ctx.health.set_watch_failing(true);
                 }
             }
@@ -299,6 +296,7 @@ mod tests {
             reload_on_delete: false,
             sync_after_restart: false,
             coalesce_window: Duration::ZERO,
+            watch_failure_bound: Duration::ZERO,
             alerts: None,
             webhook: None,
             keys: Arc::new(AnnotationKeys::default()),
@@ -388,6 +386,15 @@ mod tests {
         let stale = ConfigKey { kind: ConfigKind::ConfigMap, namespace: "ns".into(), name: "stale".into() };
         assert!(ctx.index().config(&stale).is_none());
         assert_eq!(drain(&ctx).await, ["web"]);
+
+        // A failing watch turns readiness off (bound 0 here) until that stream lists again.
+        o.apply(Observed::Error { stream: 0, message: "connection refused".into() });
+        assert!(ctx.health.readiness().is_err());
+        o.apply(Observed::ListStarted(0));
+        o.apply(config("cfg", "v2", true));
+        o.apply(Observed::ListDone(0));
+        assert_eq!(ctx.health.readiness(), Ok(()));
+        drain(&ctx).await;
 
         // Workload relist without "web": it is forgotten, and a later change queues nothing.
         o.apply(Observed::ListStarted(1));
