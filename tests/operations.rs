@@ -80,7 +80,7 @@ async fn counters_move_by_exactly_the_reloads_performed() {
     assert_eq!(delta("reloader_skipped_total{reason=\"no_data_change\"}"), 1.0);
     let received =
         |m: &str| m.lines().filter(|l| l.starts_with("reloader_events_received_total")).collect::<Vec<_>>().join("\n");
-    // Three ConfigMap events arrived (an event replayed by a relist is counted as an add).
+    // Three ConfigMap events arrived: two content changes and one annotation-only change.
     assert_eq!(
         delta("reloader_events_received_total{event_type=\"update\",resource_type=\"configmaps\"}")
             + delta("reloader_events_received_total{event_type=\"add\",resource_type=\"configmaps\"}"),
