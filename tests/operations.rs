@@ -80,15 +80,13 @@ async fn counters_move_by_exactly_the_reloads_performed() {
     assert_eq!(delta("reloader_skipped_total{reason=\"no_data_change\"}"), 1.0);
     let received =
         |m: &str| m.lines().filter(|l| l.starts_with("reloader_events_received_total")).collect::<Vec<_>>().join("\n");
-    // Three ConfigMap events arrived: two content changes and one annotation-only change.
-    assert_eq!(
-        delta("reloader_events_received_total{event_type=\"update\",resource_type=\"configmaps\"}")
-            + delta("reloader_events_received_total{event_type=\"add\",resource_type=\"configmaps\"}"),
-        3.0,
-        "before:\n{}\nafter:\n{}",
-        received(&before),
-        received(&after)
-    );
+    // Both content changes and the annotation-only change were received (a namespace's ConfigMaps may also
+    // see KCM's kube-root-ca.crt events, so this is a lower bound).
+    let received =
+        |m: &str| m.lines().filter(|l| l.starts_with("reloader_events_received_total")).collect::<Vec<_>>().join("\n");
+    let configmap_events = delta("reloader_events_received_total{event_type=\"update\",resource_type=\"configmaps\"}")
+        + delta("reloader_events_received_total{event_type=\"add\",resource_type=\"configmaps\"}");
+    assert!(configmap_events >= 3.0, "before:\n{}\nafter:\n{}", received(&before), received(&after));
     assert_eq!(value(&after, "reloader_workqueue_depth"), 0.0);
     assert_eq!(value(&after, "reloader_index_objects{type=\"workloads\"}"), 2.0);
     assert_eq!(value(&after, "reloader_ready"), 1.0);
