@@ -78,8 +78,6 @@ async fn counters_move_by_exactly_the_reloads_performed() {
     assert_eq!(delta("reloader_workloads_matched_total{kind=\"Deployment\"}"), 4.0);
     assert_eq!(delta("reloader_action_latency_seconds_count{workload_kind=\"Deployment\"}"), 4.0);
     assert_eq!(delta("reloader_skipped_total{reason=\"no_data_change\"}"), 1.0);
-    let received =
-        |m: &str| m.lines().filter(|l| l.starts_with("reloader_events_received_total")).collect::<Vec<_>>().join("\n");
     // Both content changes and the annotation-only change were received (a namespace's ConfigMaps may also
     // see KCM's kube-root-ca.crt events, so this is a lower bound).
     let received =
