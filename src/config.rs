@@ -159,6 +159,19 @@ pub struct Args {
     #[command(flatten)]
     pub leader: LeaderArgs,
 
+    /// Reload Argo Rollouts (`--is-Argo-Rollouts=true` is upstream v1's spelling, also accepted).
+    #[arg(long = "is-argo-rollouts", alias = "is-Argo-Rollouts", env = "IS_ARGO_ROLLOUTS", value_parser = parse_bool,
+          num_args = 0..=1, require_equals = true, default_value = "false", default_missing_value = "true", action = ArgAction::Set)]
+    pub is_argo_rollouts: bool,
+
+    /// Reload OpenShift DeploymentConfigs: `true`, `false`, or empty/`auto` to detect the API (upstream v2).
+    #[arg(long, env = "IS_OPENSHIFT", default_value = "")]
+    pub is_openshift: String,
+
+    /// How often APIs of enabled optional kinds that are not installed yet are looked for again.
+    #[arg(long, env = "RELOADER_DISCOVERY_INTERVAL", default_value = "30s", value_parser = parse_duration)]
+    pub discovery_interval: Duration,
+
     #[command(flatten)]
     pub alerts: AlertArgs,
 
@@ -338,13 +351,6 @@ impl LeaderArgs {
 /// warning says so when one is turned on.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct NotYetSupported {
-    /// Argo Rollouts support; `--is-Argo-Rollouts` is upstream v1's spelling.
-    #[arg(long = "is-argo-rollouts", alias = "is-Argo-Rollouts", env = "IS_ARGO_ROLLOUTS", value_parser = parse_bool,
-          num_args = 0..=1, require_equals = true, default_value = "false", default_missing_value = "true", action = ArgAction::Set)]
-    pub is_argo_rollouts: bool,
-    /// OpenShift DeploymentConfig support.
-    #[arg(long, env = "IS_OPENSHIFT", default_value = "")]
-    pub is_openshift: String,
     /// Secrets Store CSI support.
     #[arg(long, env = "ENABLE_CSI_INTEGRATION", value_parser = parse_bool, num_args = 0..=1, require_equals = true,
           default_value = "false", default_missing_value = "true", action = ArgAction::Set)]
@@ -362,12 +368,9 @@ impl NotYetSupported {
     /// Names of the flags that are turned on but not implemented.
     pub fn requested(&self) -> Vec<&'static str> {
         let mut out = Vec::new();
-        for (on, name) in [
-            (self.is_argo_rollouts, "--is-Argo-Rollouts"),
-            (parse_bool(&self.is_openshift).unwrap_or(true) && !self.is_openshift.is_empty(), "--is-openshift"),
-            (self.enable_csi_integration, "--enable-csi-integration"),
-            (self.enable_pprof, "--enable-pprof"),
-        ] {
+        for (on, name) in
+            [(self.enable_csi_integration, "--enable-csi-integration"), (self.enable_pprof, "--enable-pprof")]
+        {
             if on {
                 out.push(name);
             }

@@ -127,6 +127,52 @@ pub fn apply_to_template(
     }
 }
 
+/// Applies the same change as [`template_patch`] to a pod template held as JSON, keeping every field this
+/// binary does not know (custom resources are written back whole).
+pub fn apply_to_template_json(
+    template: &mut Value,
+    strategy: ReloadStrategy,
+    changes: &[TemplateChange],
+    now_unix: i64,
+) {
+    if !template.is_object() {
+        *template = json!({});
+    }
+    match strategy {
+        ReloadStrategy::EnvVars => {
+            for c in changes {
+                let Some(containers) = template.pointer_mut("/spec/containers").and_then(Value::as_array_mut) else {
+                    return;
+                };
+                let Some(container) = containers.iter_mut().find(|k| k["name"] == c.container.as_str()) else {
+                    continue;
+                };
+                let name = env_var_name(c.kind, &c.name);
+                if !container["env"].is_array() {
+                    container["env"] = json!([]);
+                }
+                if let Some(env) = container["env"].as_array_mut() {
+                    env.retain(|e| e["name"] != name.as_str());
+                    if !c.deleted {
+                        env.push(json!({"name": name, "value": c.hash.to_string()}));
+                    }
+                }
+            }
+        }
+        ReloadStrategy::Annotations => {
+            if let Some(text) = template_patch(strategy, changes, now_unix).pointer(POINTER).cloned() {
+                if !template["metadata"].is_object() {
+                    template["metadata"] = json!({});
+                }
+                if !template["metadata"]["annotations"].is_object() {
+                    template["metadata"]["annotations"] = json!({});
+                }
+                template["metadata"]["annotations"][LAST_RELOADED_FROM] = text;
+            }
+        }
+    }
+}
+
 const POINTER: &str = "/metadata/annotations/reloader.stakater.com~1last-reloaded-from";
 
 /// The `applied-hashes` metadata record: `{"configmap/<name>": "<sha1>", "secret/<name>": …}`.
@@ -253,6 +299,24 @@ mod tests {
         let patch = template_patch(ReloadStrategy::Annotations, &[change(ConfigKind::ConfigMap, "a", "app", H1)], 7);
         let written = t.metadata.and_then(|m| m.annotations).and_then(|a| a.get(LAST_RELOADED_FROM).cloned());
         assert_eq!(written.map(Value::String).as_ref(), patch.pointer(POINTER));
+    }
+
+    #[test]
+    fn applying_to_json_keeps_unknown_fields() {
+        let mut t = json!({"spec": {"futureField": 1, "containers": [{"name": "app", "futureToo": true, "env": [{"name": "KEEP", "value": "x"}]}]}});
+        apply_to_template_json(&mut t, ReloadStrategy::EnvVars, &[change(ConfigKind::ConfigMap, "a", "app", H1)], 0);
+        assert_eq!(
+            t,
+            json!({"spec": {"futureField": 1, "containers": [{"name": "app", "futureToo": true,
+            "env": [{"name": "KEEP", "value": "x"}, {"name": "STAKATER_A_CONFIGMAP", "value": H1}]}]}})
+        );
+        apply_to_template_json(
+            &mut t,
+            ReloadStrategy::Annotations,
+            &[change(ConfigKind::ConfigMap, "a", "app", H1)],
+            7,
+        );
+        assert!(t["metadata"]["annotations"][LAST_RELOADED_FROM].as_str().is_some_and(|v| v.contains(H1)));
     }
 
     #[test]

@@ -22,7 +22,7 @@ use tracing::{debug, error, info, warn};
 
 use observer::Observer;
 pub use queue::WorkQueue;
-pub use settings::Settings;
+pub use settings::{OptionalKind, Settings};
 pub use watch::{Observed, Source, StreamInfo, WatchPlan};
 
 use crate::{
@@ -104,7 +104,10 @@ pub async fn run(
     health: Arc<Health>,
     mut leader: tokio::sync::watch::Receiver<bool>,
 ) -> Result<(), LostLeadership> {
-    let (infos, observations) = watch::observe(&client, &settings.watch, settings.keys.clone());
+    let (mut missing, present) = discover(&client, &settings.optional).await;
+    let mut sources = settings.watch.sources.clone();
+    sources.extend(present);
+    let (infos, mut observations) = watch::observe(&client, &settings.watch, &sources, &settings.keys);
     let queue = WorkQueue::new(Duration::from_millis(100), settings.max_backoff);
     let events = Some(EventSink::spawn(client.clone(), metrics.clone()));
     let spawn =
@@ -125,7 +128,8 @@ pub async fn run(
         "Starting Reloader"
     );
     let mut observer = Observer::new(ctx.clone(), infos);
-    let mut observations = observations;
+    let mut rediscover = tokio::time::interval(ctx.settings.discovery_interval.max(Duration::from_millis(100)));
+    rediscover.tick().await;
     let mut was_leader = *leader.borrow();
     ctx.metrics.leader.set(if was_leader { 1 } else { 0 });
     let mut result = Ok(());
@@ -148,6 +152,18 @@ pub async fn run(
                 }
                 was_leader = is_leader;
             }
+            _ = rediscover.tick(), if !missing.is_empty() => {
+                let (still_missing, found) = discover(&ctx.client, &missing).await;
+                missing = still_missing;
+                if !found.is_empty() {
+                    let mut infos = observer.infos().to_vec();
+                    let before = infos.len();
+                    watch::add_sources(&ctx.client, &ctx.settings.watch, &found, &ctx.settings.keys, &mut infos, &mut observations);
+                    for info in infos.into_iter().skip(before) {
+                        observer.add_stream(info);
+                    }
+                }
+            }
             next = observations.next() => match next {
                 Some(o) => observer.apply(o),
                 None => break,
@@ -161,6 +177,35 @@ pub async fn run(
         warn!("in-flight reloads did not finish within {SHUTDOWN_GRACE:?}; exiting anyway");
     }
     result
+}
+
+/// Splits optional kinds into those whose API is not served (logged once) and those to watch now.
+async fn discover(client: &Client, kinds: &[OptionalKind]) -> (Vec<OptionalKind>, Vec<Source>) {
+    let (mut missing, mut present) = (Vec::new(), Vec::new());
+    for kind in kinds {
+        let served = match client.list_api_group_resources(kind.group_version).await {
+            Ok(list) => list.resources.iter().any(|r| r.name == kind.plural),
+            Err(e) => {
+                debug!(api = kind.group_version, "discovery: {e}");
+                false
+            }
+        };
+        if served {
+            info!(api = kind.group_version, resource = kind.plural, "API found; watching {}", kind.plural);
+            present.push(kind.source);
+        } else {
+            missing.push(*kind);
+        }
+    }
+    for kind in &missing {
+        info!(
+            api = kind.group_version,
+            resource = kind.plural,
+            "API not installed; {} are not reloaded until it appears",
+            kind.plural
+        );
+    }
+    (missing, present)
 }
 
 async fn worker(ctx: Arc<Context>, mut leader: tokio::sync::watch::Receiver<bool>) {
@@ -204,12 +249,13 @@ async fn worker(ctx: Arc<Context>, mut leader: tokio::sync::watch::Receiver<bool
 
 /// Plans and writes one workload; `Ok(false)` when there was nothing to write.
 async fn reconcile(ctx: &Context, key: &WorkloadKey, triggered: Instant) -> Result<bool, Error> {
-    let (plan, pause_state, uid) = {
+    let (plan, pause_state, uid, restart_strategy) = {
         let mut index = ctx.index();
         (
             index.plan(key, ctx.settings.decisions, ctx.settings.strategy),
             index.pause_state(key),
             index.workload_uid(key),
+            index.restart_strategy(key),
         )
     };
     let now = jiff::Timestamp::now();
@@ -236,6 +282,7 @@ async fn reconcile(ctx: &Context, key: &WorkloadKey, triggered: Instant) -> Resu
         now_unix: now.as_second(),
         applied_hashes: plan.applied_hashes.as_ref().map(encode_applied_hashes),
         pause: pause.clone(),
+        restart: restart_strategy,
     };
     let kind = key.kind.to_string();
     let result = workload::write(&ctx.client, key, &write).await;

@@ -48,6 +48,17 @@ impl Observer {
         }
     }
 
+    /// The streams observed so far.
+    pub(super) fn infos(&self) -> &[StreamInfo] {
+        &self.infos
+    }
+
+    /// Registers a stream added after startup (an optional kind whose API appeared).
+    pub(super) fn add_stream(&mut self, info: StreamInfo) {
+        self.infos.push(info);
+        self.listed.push(false);
+    }
+
     /// Whether changes in `namespace` are acted on (`--namespaces-to-ignore`, `--namespace-selector`).
     fn active(&self, namespace: &str) -> bool {
         let s = &self.ctx.settings;
@@ -285,6 +296,8 @@ mod tests {
         let (service, _handle) =
             tower_test::mock::pair::<http::Request<kube::client::Body>, http::Response<kube::client::Body>>();
         let settings = Settings {
+            optional: vec![],
+            discovery_interval: Duration::from_secs(30),
             watch: WatchPlan {
                 scope: WatchScope::All,
                 sources: vec![],

@@ -31,6 +31,10 @@ pub struct Settings {
     pub webhook: Option<crate::alerts::AlertConfig>,
     /// A watch failing for longer than this turns `/readyz` not ready.
     pub watch_failure_bound: Duration,
+    /// Kinds watched only once their API is served (Argo Rollouts, DeploymentConfigs).
+    pub optional: Vec<OptionalKind>,
+    /// How often missing optional APIs are looked for.
+    pub discovery_interval: Duration,
     /// `--coalesce-window`.
     pub coalesce_window: Duration,
     /// Annotation keys.
@@ -43,6 +47,17 @@ pub struct Settings {
     pub workers: usize,
     /// Retry backoff cap.
     pub max_backoff: Duration,
+}
+
+/// A kind whose API may not be installed: watched once discovery finds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OptionalKind {
+    /// What to watch.
+    pub source: Source,
+    /// API group/version, e.g. `argoproj.io/v1alpha1`.
+    pub group_version: &'static str,
+    /// Resource plural, e.g. `rollouts`.
+    pub plural: &'static str,
 }
 
 impl Settings {
@@ -65,7 +80,24 @@ impl Settings {
         if scoping.jobs {
             sources.push(Source::Workload(WorkloadKind::Job));
         }
+        let mut optional = Vec::new();
+        if args.is_argo_rollouts {
+            optional.push(OptionalKind {
+                source: Source::Workload(WorkloadKind::Rollout),
+                group_version: "argoproj.io/v1alpha1",
+                plural: "rollouts",
+            });
+        }
+        if !matches!(args.is_openshift.trim().to_ascii_lowercase().as_str(), "false" | "0" | "no") {
+            optional.push(OptionalKind {
+                source: Source::Workload(WorkloadKind::DeploymentConfig),
+                group_version: "apps.openshift.io/v1",
+                plural: "deploymentconfigs",
+            });
+        }
         Ok(Self {
+            optional,
+            discovery_interval: args.discovery_interval,
             watch: WatchPlan {
                 scope: args.watch_scope(),
                 sources,

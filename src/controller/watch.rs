@@ -15,7 +15,7 @@ use k8s_openapi::{
 };
 use kube::{
     Api, Client, Resource, ResourceExt,
-    core::PartialObjectMeta,
+    core::{DeserializeGuard, PartialObjectMeta},
     runtime::{WatchStreamExt, watcher},
 };
 use serde::de::DeserializeOwned;
@@ -27,7 +27,11 @@ use crate::{
     hash,
     index::{ConfigFacts, ConfigKey},
     resource::ConfigKind,
-    workload::{WorkloadKey, WorkloadKind, WorkloadObject, WorkloadSummary, summarise},
+    workload::{
+        WorkloadKey, WorkloadKind, WorkloadObject, WorkloadSummary,
+        custom::{DeploymentConfig, Rollout},
+        summarise,
+    },
 };
 
 /// What one watch stream covers.
@@ -86,12 +90,35 @@ pub struct WatchPlan {
     pub namespace_selector: Option<String>,
 }
 
-/// Builds every watch stream of `plan` and merges them.
+/// The merged stream of every watch; more can be pushed (kinds whose API appears later).
+pub type Streams = futures::stream::SelectAll<BoxStream<'static, Observed>>;
+
+/// Builds every watch stream of `plan` for the kinds in `sources` and merges them.
 pub fn observe(
     client: &Client,
     plan: &WatchPlan,
-    keys: Arc<AnnotationKeys>,
-) -> (Vec<StreamInfo>, BoxStream<'static, Observed>) {
+    sources: &[Source],
+    keys: &Arc<AnnotationKeys>,
+) -> (Vec<StreamInfo>, Streams) {
+    let mut infos = Vec::new();
+    let mut streams = Streams::new();
+    if let Some(sel) = &plan.namespace_selector {
+        infos.push(StreamInfo { source: Source::Namespaces, namespace: None });
+        streams.push(namespace_stream(client, sel, 0));
+    }
+    add_sources(client, plan, sources, keys, &mut infos, &mut streams);
+    (infos, streams)
+}
+
+/// Adds one stream per namespace in scope for each of `sources`; stream ids continue from `infos.len()`.
+pub fn add_sources(
+    client: &Client,
+    plan: &WatchPlan,
+    sources: &[Source],
+    keys: &Arc<AnnotationKeys>,
+    infos: &mut Vec<StreamInfo>,
+    streams: &mut Streams,
+) {
     let namespaces: Vec<Option<String>> = match &plan.scope {
         WatchScope::All => vec![None],
         WatchScope::Namespaces(list) => list.iter().cloned().map(Some).collect(),
@@ -100,15 +127,9 @@ pub fn observe(
     if let Some(sel) = &plan.resource_label_selector {
         configs_cfg = configs_cfg.labels(sel);
     }
-    let mut infos = Vec::new();
-    let mut streams: Vec<BoxStream<'static, Observed>> = Vec::new();
-    if let Some(sel) = &plan.namespace_selector {
-        infos.push(StreamInfo { source: Source::Namespaces, namespace: None });
-        streams.push(namespace_stream(client, sel, streams.len()));
-    }
     for ns in namespaces {
-        for &source in &plan.sources {
-            let id = streams.len();
+        for &source in sources {
+            let id = infos.len();
             let keys = keys.clone();
             let stream = match source {
                 Source::Config(ConfigKind::Secret) => {
@@ -125,13 +146,18 @@ pub fn observe(
                 Source::Workload(WorkloadKind::DaemonSet) => workload_stream::<DaemonSet>(api(client, &ns), id, keys),
                 Source::Workload(WorkloadKind::CronJob) => workload_stream::<CronJob>(api(client, &ns), id, keys),
                 Source::Workload(WorkloadKind::Job) => workload_stream::<Job>(api(client, &ns), id, keys),
+                Source::Workload(WorkloadKind::Rollout) => {
+                    guarded_workload_stream::<Rollout>(api(client, &ns), id, keys)
+                }
+                Source::Workload(WorkloadKind::DeploymentConfig) => {
+                    guarded_workload_stream::<DeploymentConfig>(api(client, &ns), id, keys)
+                }
                 Source::Namespaces => continue,
             };
             infos.push(StreamInfo { source, namespace: ns.clone() });
             streams.push(stream);
         }
     }
-    (infos, futures::stream::select_all(streams).boxed())
 }
 
 fn namespace_stream(client: &Client, selector: &str, id: usize) -> BoxStream<'static, Observed> {
@@ -219,6 +245,40 @@ fn workload_stream<K: WorkloadObject>(
             summarise(&obj, &keys).map(|(key, s)| Observed::Workload { stream: id, key, summary: Box::new(s), listed })
         },
         |obj: K| {
+            let namespace = obj.namespace()?;
+            Some(Observed::WorkloadDeleted(WorkloadKey {
+                kind: K::KIND,
+                namespace: namespace.into(),
+                name: obj.name_any(),
+            }))
+        },
+    )
+}
+
+/// Custom resources whose schema we do not own: an object that does not deserialize is logged and skipped
+/// instead of failing the whole watch.
+fn guarded_workload_stream<K: WorkloadObject>(
+    api: Api<DeserializeGuard<K>>,
+    id: usize,
+    keys: Arc<AnnotationKeys>,
+) -> BoxStream<'static, Observed> {
+    translate(
+        watcher(api, watcher::Config::default()).default_backoff(),
+        id,
+        move |obj: DeserializeGuard<K>, listed| match obj.0 {
+            Ok(obj) => summarise(&obj, &keys).map(|(key, s)| Observed::Workload {
+                stream: id,
+                key,
+                summary: Box::new(s),
+                listed,
+            }),
+            Err(invalid) => {
+                tracing::warn!(kind = %K::KIND, namespace = ?invalid.metadata.namespace, name = ?invalid.metadata.name,
+                               "skipping an object that does not deserialize: {}", invalid.error);
+                None
+            }
+        },
+        |obj: DeserializeGuard<K>| {
             let namespace = obj.namespace()?;
             Some(Observed::WorkloadDeleted(WorkloadKey {
                 kind: K::KIND,

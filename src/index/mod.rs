@@ -257,6 +257,11 @@ impl Index {
         self.workloads.get(key).map(|s| s.summary.uid.clone()).filter(|u| !u.is_empty())
     }
 
+    /// Whether a workload asks for Argo's restart strategy.
+    pub fn restart_strategy(&self, key: &WorkloadKey) -> bool {
+        self.workloads.get(key).is_some_and(|s| s.summary.restart_strategy)
+    }
+
     /// A workload's pause state.
     pub fn pause_state(&self, key: &WorkloadKey) -> Option<crate::pause::PauseState> {
         self.workloads.get(key).map(|s| s.summary.pause.clone())

@@ -2,6 +2,7 @@
 //! adding a kind means one file plus a line in [`WorkloadKind`] and the dispatch in [`patch_template`].
 
 mod cronjob;
+pub mod custom;
 mod daemonset;
 mod deployment;
 mod job;
@@ -46,6 +47,10 @@ pub enum WorkloadKind {
     CronJob,
     /// batch/v1 Job (a reload recreates it).
     Job,
+    /// argoproj.io/v1alpha1 Rollout.
+    Rollout,
+    /// apps.openshift.io/v1 DeploymentConfig.
+    DeploymentConfig,
 }
 
 impl WorkloadKind {
@@ -54,6 +59,8 @@ impl WorkloadKind {
         match self {
             Self::Deployment | Self::StatefulSet | Self::DaemonSet => "apps/v1",
             Self::CronJob | Self::Job => "batch/v1",
+            Self::Rollout => "argoproj.io/v1alpha1",
+            Self::DeploymentConfig => "apps.openshift.io/v1",
         }
     }
 }
@@ -121,6 +128,8 @@ pub struct WorkloadSummary {
     pub applied_hashes: BTreeMap<(ConfigKind, String), ContentHash>,
     /// Pause state (Deployments; `period` is read on every kind only to report it).
     pub pause: PauseState,
+    /// Argo Rollout metadata says `reloader.stakater.com/rollout-strategy: restart`.
+    pub restart_strategy: bool,
     /// `STAKATER_*` names shared by several resources (`a-b`, `a.b`): their env values cannot tell which
     /// resource they record, so only the metadata record counts for them.
     pub ambiguous_env: Vec<String>,
@@ -175,6 +184,9 @@ pub fn summarise<K: WorkloadObject>(obj: &K, keys: &AnnotationKeys) -> Option<(W
             .map(|v| parse_applied_hashes(v))
             .unwrap_or_default(),
         pause,
+        restart_strategy: metadata_annotations
+            .and_then(|a| a.get(crate::constants::annotation::ROLLOUT_STRATEGY))
+            .is_some_and(|v| v == "restart"),
         ambiguous_env,
     };
     Some((WorkloadKey { kind: K::KIND, namespace: namespace.into(), name: obj.name_any() }, summary))
@@ -224,6 +236,8 @@ pub struct WorkloadWrite<'a> {
     pub applied_hashes: Option<String>,
     /// Pause or resume a Deployment in the same patch: (`paused-at` key, action).
     pub pause: Option<(&'a str, PauseAction)>,
+    /// Argo `rollout-strategy: restart`: set `spec.restartAt` instead of changing the template.
+    pub restart: bool,
 }
 
 /// Writes a reload: one strategic merge patch for Deployments, StatefulSets and DaemonSets; a new Job for a
@@ -235,6 +249,8 @@ pub async fn write(client: &Client, key: &WorkloadKey, w: &WorkloadWrite<'_>) ->
         WorkloadKind::DaemonSet => template_patch::<DaemonSet>(client, key, w).await,
         WorkloadKind::CronJob => cronjob::write(client, key, w).await,
         WorkloadKind::Job => job::write(client, key, w).await,
+        WorkloadKind::Rollout => custom::write::<custom::Rollout>(client, key, w, w.restart).await,
+        WorkloadKind::DeploymentConfig => custom::write::<custom::DeploymentConfig>(client, key, w, false).await,
     }
 }
 
@@ -314,6 +330,7 @@ mod tests {
             now_unix: 0,
             applied_hashes: Some("{}".into()),
             pause: Some(("example.com/paused-at", PauseAction::Pause { at: "2026-12-02T10:00:00Z".into() })),
+            restart: false,
         };
         let hash = ContentHash::NONE.to_string();
         assert_eq!(

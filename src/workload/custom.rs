@@ -1,0 +1,125 @@
+//! Workload kinds served by custom resources (Argo Rollouts, OpenShift DeploymentConfigs as tests install
+//! them): slim types that read only metadata and `spec.template`, and writes as JSON merge patches
+//! (strategic merge patch is rejected for custom resources). A merge patch replaces lists whole, so the pod
+//! template is read fresh, changed as JSON (unknown fields survive) and written back under a
+//! `resourceVersion` precondition: a concurrent change makes it a 409, which is retried.
+
+use k8s_openapi::{
+    NamespaceResourceScope, api::core::v1::PodTemplateSpec, apimachinery::pkg::apis::meta::v1::ObjectMeta,
+};
+use kube::{
+    Api, Client,
+    api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams},
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::{WorkloadKey, WorkloadWrite};
+use crate::constants::{FIELD_MANAGER, annotation::APPLIED_HASHES};
+
+/// `spec` of a custom workload: only what reloads need.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TemplateSpec {
+    /// The pod template.
+    #[serde(default)]
+    pub template: Option<PodTemplateSpec>,
+}
+
+/// Declares a slim namespaced custom workload type.
+macro_rules! custom_workload {
+    ($(#[$doc:meta])* $name:ident, $group:literal, $version:literal, $plural:literal) => {
+        $(#[$doc])*
+        #[derive(Clone, Debug, Default, serde::Deserialize, serde::Serialize)]
+        pub struct $name {
+            /// Object metadata.
+            pub metadata: ObjectMeta,
+            /// Spec (template only).
+            #[serde(default)]
+            pub spec: Option<TemplateSpec>,
+        }
+
+        impl kube::Resource for $name {
+            type DynamicType = ();
+            type Scope = NamespaceResourceScope;
+
+            fn kind(_: &()) -> std::borrow::Cow<'_, str> {
+                stringify!($name).into()
+            }
+            fn group(_: &()) -> std::borrow::Cow<'_, str> {
+                $group.into()
+            }
+            fn version(_: &()) -> std::borrow::Cow<'_, str> {
+                $version.into()
+            }
+            fn plural(_: &()) -> std::borrow::Cow<'_, str> {
+                $plural.into()
+            }
+            fn meta(&self) -> &ObjectMeta {
+                &self.metadata
+            }
+            fn meta_mut(&mut self) -> &mut ObjectMeta {
+                &mut self.metadata
+            }
+        }
+    };
+}
+
+custom_workload!(
+    /// argoproj.io/v1alpha1 Rollout.
+    Rollout, "argoproj.io", "v1alpha1", "rollouts"
+);
+custom_workload!(
+    /// apps.openshift.io/v1 DeploymentConfig.
+    DeploymentConfig, "apps.openshift.io", "v1", "deploymentconfigs"
+);
+
+/// Writes a reload into a custom workload with one merge patch. `restart` (Argo's `rollout-strategy: restart`)
+/// sets only `spec.restartAt`, so the template does not drift; the hashes still go into the metadata record.
+pub(super) async fn write<K: kube::Resource<DynamicType = ()>>(
+    client: &Client,
+    key: &WorkloadKey,
+    w: &WorkloadWrite<'_>,
+    restart: bool,
+) -> Result<(), kube::Error> {
+    let gvk = GroupVersionKind::gvk(&K::group(&()), &K::version(&()), &K::kind(&()));
+    let resource = ApiResource::from_gvk_with_plural(&gvk, &K::plural(&()));
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &key.namespace, &resource);
+    let mut body = json!({});
+    if let Some(hashes) = &w.applied_hashes {
+        body["metadata"] = json!({"annotations": {APPLIED_HASHES: hashes}});
+    }
+    if !w.changes.is_empty() {
+        if restart {
+            let now = jiff::Timestamp::from_second(w.now_unix).map(|t| t.to_string()).unwrap_or_default();
+            body["spec"] = json!({"restartAt": now});
+        } else {
+            let current = api.get(&key.name).await?;
+            let mut template = current.data.pointer("/spec/template").cloned().unwrap_or(Value::Null);
+            crate::strategy::apply_to_template_json(&mut template, w.strategy, w.changes, w.now_unix);
+            body["spec"] = json!({"template": template});
+            body["metadata"]["resourceVersion"] = json!(current.metadata.resource_version);
+        }
+    }
+    if body == json!({}) {
+        return Ok(());
+    }
+    let params = PatchParams { field_manager: Some(FIELD_MANAGER.into()), ..PatchParams::default() };
+    api.patch(&key.name, &params, &Patch::Merge(&body)).await.map(|_| ())
+}
+
+impl super::WorkloadObject for Rollout {
+    const KIND: super::WorkloadKind = super::WorkloadKind::Rollout;
+
+    fn pod_template(&self) -> Option<&PodTemplateSpec> {
+        self.spec.as_ref()?.template.as_ref()
+    }
+}
+
+impl super::WorkloadObject for DeploymentConfig {
+    const KIND: super::WorkloadKind = super::WorkloadKind::DeploymentConfig;
+
+    fn pod_template(&self) -> Option<&PodTemplateSpec> {
+        self.spec.as_ref()?.template.as_ref()
+    }
+}
