@@ -168,6 +168,11 @@ pub struct Args {
     #[arg(long, env = "IS_OPENSHIFT", default_value = "")]
     pub is_openshift: String,
 
+    /// Reload workloads when the Secrets Store CSI driver mounts new versions of a SecretProviderClass's objects.
+    #[arg(long, env = "ENABLE_CSI_INTEGRATION", value_parser = parse_bool, num_args = 0..=1, require_equals = true,
+          default_value = "false", default_missing_value = "true", action = ArgAction::Set)]
+    pub enable_csi_integration: bool,
+
     /// How often APIs of enabled optional kinds that are not installed yet are looked for again.
     #[arg(long, env = "RELOADER_DISCOVERY_INTERVAL", default_value = "30s", value_parser = parse_duration)]
     pub discovery_interval: Duration,
@@ -351,10 +356,6 @@ impl LeaderArgs {
 /// warning says so when one is turned on.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct NotYetSupported {
-    /// Secrets Store CSI support.
-    #[arg(long, env = "ENABLE_CSI_INTEGRATION", value_parser = parse_bool, num_args = 0..=1, require_equals = true,
-          default_value = "false", default_missing_value = "true", action = ArgAction::Set)]
-    pub enable_csi_integration: bool,
     /// pprof (a Go runtime feature; nothing to serve in Rust).
     #[arg(long, env = "ENABLE_PPROF", value_parser = parse_bool, num_args = 0..=1, require_equals = true,
           default_value = "false", default_missing_value = "true", action = ArgAction::Set)]
@@ -368,9 +369,7 @@ impl NotYetSupported {
     /// Names of the flags that are turned on but not implemented.
     pub fn requested(&self) -> Vec<&'static str> {
         let mut out = Vec::new();
-        for (on, name) in
-            [(self.enable_csi_integration, "--enable-csi-integration"), (self.enable_pprof, "--enable-pprof")]
-        {
+        for (on, name) in [(self.enable_pprof, "--enable-pprof")] {
             if on {
                 out.push(name);
             }

@@ -10,6 +10,7 @@ pub mod client;
 pub mod config;
 pub mod constants;
 pub mod controller;
+pub mod csi;
 pub mod decision;
 pub mod duration;
 pub mod events;

@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::*;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::{
-    Api, Client,
+    Api,
     api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, PostParams},
 };
 use serde_json::{Value, json};
@@ -27,28 +27,6 @@ fn rollouts() -> ApiResource {
 
 fn deployment_configs() -> ApiResource {
     resource("apps.openshift.io", "v1", "DeploymentConfig", "deploymentconfigs")
-}
-
-/// Creates the CRD if missing and waits until it is served.
-async fn install_crd(client: &Client, text: &str) {
-    let crd: CustomResourceDefinition = serde_json::from_str(text).expect("crd json");
-    let name = crd.metadata.name.clone().expect("name");
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    match crds.create(&PostParams::default(), &crd).await {
-        Ok(_) | Err(kube::Error::Api(_)) => {}
-        Err(e) => panic!("create crd {name}: {e}"),
-    }
-    wait_for(&format!("CRD {name} established"), RELOAD_WAIT, || async {
-        let c = crds.get(&name).await.map_err(|e| e.to_string())?;
-        let established = c
-            .status
-            .and_then(|s| s.conditions)
-            .unwrap_or_default()
-            .iter()
-            .any(|c| c.type_ == "Established" && c.status == "True");
-        if established { Ok(()) } else { Err("not established".into()) }
-    })
-    .await;
 }
 
 async fn create_custom(

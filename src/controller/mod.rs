@@ -5,6 +5,7 @@
 //! Nothing is queued until every watch has finished its first list; then every workload is reconciled once,
 //! which applies changes made while the controller was down and restarts nothing else.
 
+mod observe_csi;
 mod observer;
 mod queue;
 mod settings;
@@ -192,7 +193,7 @@ async fn discover(client: &Client, kinds: &[OptionalKind]) -> (Vec<OptionalKind>
         };
         if served {
             info!(api = kind.group_version, resource = kind.plural, "API found; watching {}", kind.plural);
-            present.push(kind.source);
+            present.extend_from_slice(kind.sources);
         } else {
             missing.push(*kind);
         }

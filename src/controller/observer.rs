@@ -19,17 +19,21 @@ use crate::{
 
 /// Applies observations to the index and queues work.
 pub(super) struct Observer {
-    ctx: Arc<Context>,
+    pub(super) ctx: Arc<Context>,
     infos: Vec<StreamInfo>,
     listed: Vec<bool>,
-    seen_configs: HashMap<usize, HashSet<ConfigKey>>,
+    pub(super) seen_configs: HashMap<usize, HashSet<ConfigKey>>,
     seen_workloads: HashMap<usize, HashSet<WorkloadKey>>,
     seen_namespaces: HashMap<usize, HashSet<String>>,
     /// Namespaces matching `--namespace-selector` (only consulted when it is set).
     selected: HashSet<String>,
-    synced: bool,
+    pub(super) synced: bool,
     /// Streams currently failing, since when.
     failing: HashMap<usize, Instant>,
+    /// CSI: each SecretProviderClassPodStatus's last hash.
+    pub(super) csi: crate::csi::CsiTracker,
+    /// CSI: `ignore`/`match` of each SecretProviderClass, by (namespace, name).
+    pub(super) csi_flags: HashMap<(String, String), (bool, bool)>,
 }
 
 impl Observer {
@@ -45,6 +49,8 @@ impl Observer {
             selected: HashSet::new(),
             synced: false,
             failing: HashMap::new(),
+            csi: crate::csi::CsiTracker::default(),
+            csi_flags: HashMap::new(),
         }
     }
 
@@ -68,7 +74,7 @@ impl Observer {
 
     /// Baseline for resources first seen now: before the first sync only `--sync-after-restart` makes
     /// unrecorded pairs stale; afterwards only `--reload-on-create` does (for resources, not workloads).
-    fn baseline(&self, for_resource: bool) -> Baseline {
+    pub(super) fn baseline(&self, for_resource: bool) -> Baseline {
         let s = &self.ctx.settings;
         let stale = if self.synced { for_resource && s.reload_on_create } else { s.sync_after_restart };
         if stale { Baseline::Stale } else { Baseline::Current }
@@ -88,7 +94,7 @@ impl Observer {
 
     /// A qualifying change of `key`: queue the workloads it may concern, or in `--webhook-url` mode send the
     /// webhook instead (upstream v1: for every qualifying change, whether or not a workload matches).
-    fn trigger(&self, index: &crate::index::Index, key: &ConfigKey, now: Instant) {
+    pub(super) fn trigger(&self, index: &crate::index::Index, key: &ConfigKey, now: Instant) {
         if let Some(webhook) = &self.ctx.webhook {
             if self.active(&key.namespace) {
                 info!(resource = %key.name, namespace = %key.namespace, "Changes detected in '{}' of type '{}' in namespace '{}', sending webhook",
@@ -102,18 +108,18 @@ impl Observer {
         }
     }
 
-    fn received(&self, event: &str, stream: usize) {
+    pub(super) fn received(&self, event: &str, stream: usize) {
         let resource = match self.infos.get(stream).map(|i| i.source) {
             Some(Source::Config(ConfigKind::ConfigMap)) => "configmaps",
             Some(Source::Config(ConfigKind::Secret)) => "secrets",
             Some(Source::Config(ConfigKind::SecretProviderClass)) => "secretproviderclasspodstatuses",
             Some(Source::Namespaces) => "namespaces",
-            Some(Source::Workload(_)) | None => return,
+            Some(Source::Workload(_) | Source::SecretProviderClasses) | None => return,
         };
         self.ctx.metrics.events_received.with_label_values(&[event, resource]).inc();
     }
 
-    fn update_gauges(&self, index: &crate::index::Index) {
+    pub(super) fn update_gauges(&self, index: &crate::index::Index) {
         let (configs, workloads) = index.sizes();
         let g = &self.ctx.metrics.index_objects;
         g.with_label_values(&["resources"]).set(i64::try_from(configs).unwrap_or(i64::MAX));
@@ -186,6 +192,13 @@ impl Observer {
             Observed::WorkloadDeleted(key) => {
                 self.ctx.index().delete_workload(&key);
             }
+            Observed::CsiStatus { stream, namespace, name, class_hash, listed } => {
+                self.csi_status(stream, &namespace, &name, class_hash, listed, now);
+            }
+            Observed::CsiStatusDeleted { namespace, name } => self.csi.forget(&namespace, &name),
+            Observed::CsiClass { namespace, name, ignored, matched } => {
+                self.csi_class(namespace, name, ignored, matched)
+            }
             Observed::NamespaceSelected { stream, name, listed } => {
                 if listed {
                     self.seen_namespaces.entry(stream).or_default().insert(name.clone());
@@ -241,6 +254,7 @@ impl Observer {
                 let seen = self.seen_namespaces.remove(&id).unwrap_or_default();
                 self.selected.retain(|n| seen.contains(n));
             }
+            Source::SecretProviderClasses => {}
         }
         self.listed[id] = true;
         if self.failing.remove(&id).is_some() && self.failing.is_empty() {

@@ -52,8 +52,8 @@ pub struct Settings {
 /// A kind whose API may not be installed: watched once discovery finds it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OptionalKind {
-    /// What to watch.
-    pub source: Source,
+    /// What to watch once the API is served.
+    pub sources: &'static [Source],
     /// API group/version, e.g. `argoproj.io/v1alpha1`.
     pub group_version: &'static str,
     /// Resource plural, e.g. `rollouts`.
@@ -83,16 +83,23 @@ impl Settings {
         let mut optional = Vec::new();
         if args.is_argo_rollouts {
             optional.push(OptionalKind {
-                source: Source::Workload(WorkloadKind::Rollout),
+                sources: &[Source::Workload(WorkloadKind::Rollout)],
                 group_version: "argoproj.io/v1alpha1",
                 plural: "rollouts",
             });
         }
         if !matches!(args.is_openshift.trim().to_ascii_lowercase().as_str(), "false" | "0" | "no") {
             optional.push(OptionalKind {
-                source: Source::Workload(WorkloadKind::DeploymentConfig),
+                sources: &[Source::Workload(WorkloadKind::DeploymentConfig)],
                 group_version: "apps.openshift.io/v1",
                 plural: "deploymentconfigs",
+            });
+        }
+        if args.enable_csi_integration {
+            optional.push(OptionalKind {
+                sources: &[Source::Config(ConfigKind::SecretProviderClass), Source::SecretProviderClasses],
+                group_version: "secrets-store.csi.x-k8s.io/v1",
+                plural: "secretproviderclasspodstatuses",
             });
         }
         Ok(Self {

@@ -24,6 +24,7 @@ use crate::{
     annotations::AnnotationKeys,
     config::WatchScope,
     constants::{SECRET_FIELD_SELECTOR, TRUE},
+    csi::{SecretProviderClass, SecretProviderClassPodStatus},
     hash,
     index::{ConfigFacts, ConfigKey},
     resource::ConfigKind,
@@ -43,6 +44,9 @@ pub enum Source {
     Workload(WorkloadKind),
     /// Namespaces matching `--namespace-selector`.
     Namespaces,
+    /// SecretProviderClass objects (for their `ignore`/`match` annotations); the class's content comes from
+    /// `Config(SecretProviderClass)`, which watches SecretProviderClassPodStatuses.
+    SecretProviderClasses,
 }
 
 /// A watch stream: its kind and namespace (`None` = all namespaces).
@@ -69,6 +73,19 @@ pub enum Observed {
     Workload { stream: usize, key: WorkloadKey, summary: Box<WorkloadSummary>, listed: bool },
     /// A workload was deleted.
     WorkloadDeleted(WorkloadKey),
+    /// A SecretProviderClassPodStatus: its class and the hash of the mounted versions (`None` before the driver
+    /// wrote a status).
+    CsiStatus {
+        stream: usize,
+        namespace: String,
+        name: String,
+        class_hash: Option<(String, crate::hash::ContentHash)>,
+        listed: bool,
+    },
+    /// A SecretProviderClassPodStatus was deleted (never a trigger, as upstream).
+    CsiStatusDeleted { namespace: String, name: String },
+    /// A SecretProviderClass's `ignore` and `match` annotations.
+    CsiClass { namespace: String, name: String, ignored: bool, matched: bool },
     /// A namespace matches the namespace selector.
     NamespaceSelected { stream: usize, name: String, listed: bool },
     /// A namespace no longer matches (or was deleted).
@@ -136,7 +153,10 @@ pub fn add_sources(
                     let cfg = configs_cfg.clone().fields(SECRET_FIELD_SELECTOR);
                     config_stream(api::<Secret>(client, &ns), cfg, id, keys, secret_facts)
                 }
-                Source::Config(_) => {
+                // upstream v1 applied the resource label selector to these too, silencing CSI reloads: not here.
+                Source::Config(ConfigKind::SecretProviderClass) => csi_status_stream(api(client, &ns), id),
+                Source::SecretProviderClasses => csi_class_stream(api(client, &ns), id, keys),
+                Source::Config(ConfigKind::ConfigMap) => {
                     config_stream(api::<ConfigMap>(client, &ns), configs_cfg.clone(), id, keys, configmap_facts)
                 }
                 Source::Workload(WorkloadKind::Deployment) => workload_stream::<Deployment>(api(client, &ns), id, keys),
@@ -251,6 +271,52 @@ fn workload_stream<K: WorkloadObject>(
                 namespace: namespace.into(),
                 name: obj.name_any(),
             }))
+        },
+    )
+}
+
+fn csi_status_stream(
+    api: Api<DeserializeGuard<SecretProviderClassPodStatus>>,
+    id: usize,
+) -> BoxStream<'static, Observed> {
+    translate(
+        watcher(api, watcher::Config::default()).default_backoff(),
+        id,
+        move |obj: DeserializeGuard<SecretProviderClassPodStatus>, listed| {
+            let status = obj.0.ok()?;
+            Some(Observed::CsiStatus {
+                stream: id,
+                namespace: status.metadata.namespace.clone()?,
+                name: status.metadata.name.clone()?,
+                class_hash: status.class_hash(),
+                listed,
+            })
+        },
+        |obj: DeserializeGuard<SecretProviderClassPodStatus>| {
+            Some(Observed::CsiStatusDeleted { namespace: obj.namespace()?, name: obj.name_any() })
+        },
+    )
+}
+
+fn csi_class_stream(
+    api: Api<DeserializeGuard<SecretProviderClass>>,
+    id: usize,
+    keys: Arc<AnnotationKeys>,
+) -> BoxStream<'static, Observed> {
+    translate(
+        watcher(api, watcher::Config::default()).default_backoff(),
+        id,
+        move |obj: DeserializeGuard<SecretProviderClass>, _| {
+            let (ignored, matched) = flags(&obj, &keys);
+            Some(Observed::CsiClass { namespace: obj.namespace()?, name: obj.name_any(), ignored, matched })
+        },
+        |obj: DeserializeGuard<SecretProviderClass>| {
+            Some(Observed::CsiClass {
+                namespace: obj.namespace()?,
+                name: obj.name_any(),
+                ignored: false,
+                matched: false,
+            })
         },
     )
 }

@@ -485,3 +485,27 @@ impl Receiver {
         .await
     }
 }
+
+/// Creates the CRD if missing and waits until it is served.
+pub async fn install_crd(client: &kube::Client, text: &str) {
+    let crd: k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition =
+        serde_json::from_str(text).expect("crd json");
+    let name = crd.metadata.name.clone().expect("name");
+    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+        Api::all(client.clone());
+    match crds.create(&PostParams::default(), &crd).await {
+        Ok(_) | Err(kube::Error::Api(_)) => {}
+        Err(e) => panic!("create crd {name}: {e}"),
+    }
+    wait_for(&format!("CRD {name} established"), RELOAD_WAIT, || async {
+        let c = crds.get(&name).await.map_err(|e| e.to_string())?;
+        let established = c
+            .status
+            .and_then(|s| s.conditions)
+            .unwrap_or_default()
+            .iter()
+            .any(|c| c.type_ == "Established" && c.status == "True");
+        if established { Ok(()) } else { Err("not established".into()) }
+    })
+    .await;
+}

@@ -1,0 +1,59 @@
+//! The observer's CSI part: SecretProviderClassPodStatus hashes move their class's hash in the index (see
+//! [`crate::csi`]), and SecretProviderClass annotations set its `ignore`/`match` flags.
+
+use std::time::Instant;
+
+use super::observer::Observer;
+use crate::{
+    csi::CsiUpdate,
+    hash::ContentHash,
+    index::{Baseline, ConfigFacts, ConfigKey, ConfigUpdate},
+    resource::ConfigKind,
+};
+
+impl Observer {
+    pub(super) fn csi_status(
+        &mut self,
+        stream: usize,
+        namespace: &str,
+        name: &str,
+        class_hash: Option<(String, ContentHash)>,
+        listed: bool,
+        now: Instant,
+    ) {
+        let Some((class, hash)) = class_hash else { return };
+        let mut index = self.ctx.index();
+        let key = ConfigKey { kind: ConfigKind::SecretProviderClass, namespace: index.intern(namespace), name: class };
+        if listed {
+            self.seen_configs.entry(stream).or_default().insert(key.clone());
+        }
+        let known = index.config(&key).is_some();
+        let hash = match self.csi.observe(namespace, name, hash, known) {
+            CsiUpdate::None => return,
+            CsiUpdate::Seed(h) | CsiUpdate::Changed(h) => h,
+        };
+        let (ignored, matched) =
+            self.csi_flags.get(&(namespace.to_owned(), key.name.clone())).copied().unwrap_or_default();
+        // upstream: a status's creation never triggers; only a change of mounted versions does.
+        let update =
+            index.upsert_config(key.clone(), ConfigFacts { hash, ignored, matched, deleted: false }, Baseline::Current);
+        self.received(if update == ConfigUpdate::Created { "add" } else { "update" }, stream);
+        if matches!(update, ConfigUpdate::Changed { .. }) && self.synced {
+            self.trigger(&index, &key, now);
+        }
+        self.update_gauges(&index);
+    }
+
+    pub(super) fn csi_class(&mut self, namespace: String, name: String, ignored: bool, matched: bool) {
+        let mut index = self.ctx.index();
+        let key = ConfigKey {
+            kind: ConfigKind::SecretProviderClass,
+            namespace: index.intern(&namespace),
+            name: name.clone(),
+        };
+        if let Some(facts) = index.config(&key).copied() {
+            index.upsert_config(key, ConfigFacts { ignored, matched, ..facts }, Baseline::Current);
+        }
+        self.csi_flags.insert((namespace, name), (ignored, matched));
+    }
+}
