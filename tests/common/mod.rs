@@ -3,13 +3,14 @@
 
 #![allow(dead_code)] // each test binary uses a different subset
 
-use std::{
-    collections::BTreeMap,
-    io::{BufRead, BufReader},
-    process::{Child, Command, Stdio},
-    sync::{Arc, Mutex},
-    time::Duration,
-};
+mod binary;
+mod receiver;
+
+pub use binary::Reloader;
+#[allow(unused_imports)] // not every test binary receives webhooks
+pub use receiver::{Answer, Received, Receiver};
+
+use std::{collections::BTreeMap, time::Duration};
 
 use k8s_openapi::{
     ByteString,
@@ -29,117 +30,6 @@ pub use testenv::harness::{TestNamespace, holds_for, wait_for};
 pub const RELOAD_WAIT: Duration = Duration::from_secs(30);
 /// How long "nothing happens" is observed.
 pub const QUIET_PERIOD: Duration = Duration::from_secs(3);
-
-/// The `reloader` binary running against the test cluster, scoped to the test's namespace. Killed on drop;
-/// its log is printed when the test fails.
-pub struct Reloader {
-    child: Child,
-    lines: Arc<Mutex<Vec<String>>>,
-}
-
-impl Reloader {
-    /// Starts the binary with `--namespaces=<ns>` plus `args`, and waits until its watches have synced.
-    pub async fn start(ns: &str, args: &[&str]) -> Self {
-        Self::start_with_env(ns, args, &[]).await
-    }
-
-    /// Like [`Reloader::start`], with extra environment variables.
-    pub async fn start_with_env(ns: &str, args: &[&str], env: &[(&str, &str)]) -> Self {
-        let scoped = format!("--namespaces={ns}");
-        let all: Vec<&str> = std::iter::once(scoped.as_str()).chain(args.iter().copied()).collect();
-        Self::start_unscoped(&all, env).await
-    }
-
-    /// Starts the binary with exactly `args` (global mode unless they scope it) and waits for its sync.
-    pub async fn start_unscoped(args: &[&str], env: &[(&str, &str)]) -> Self {
-        let kubeconfig = testenv::harness::kubeconfig_path();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_reloader"))
-            .arg("--metrics-addr=127.0.0.1:0")
-            .args(args)
-            .envs(env.iter().copied())
-            .env("KUBECONFIG", &kubeconfig)
-            .env("NO_COLOR", "1")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start reloader binary");
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        for pipe in [
-            child.stdout.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
-            child.stderr.take().map(|p| Box::new(p) as _),
-        ]
-        .into_iter()
-        .flatten()
-        {
-            let sink = lines.clone();
-            std::thread::spawn(move || {
-                for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-                    sink.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(line);
-                }
-            });
-        }
-        let r = Self { child, lines };
-        r.wait_log("all watches synced").await;
-        r
-    }
-
-    /// The process id (for signals).
-    pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// Waits for the process to exit by itself (after a signal) and returns its status code.
-    pub async fn wait_exit(&mut self, timeout: Duration) -> Option<i32> {
-        let start = std::time::Instant::now();
-        while start.elapsed() < timeout {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                return status.code();
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        None
-    }
-
-    /// `http://<address>` of the metrics and health server (from the startup log line).
-    pub async fn http_base(&self) -> String {
-        let line = self.wait_log("serving /metrics").await;
-        let addr = line.rsplit(" on ").next().unwrap_or_default().split_whitespace().next().unwrap_or_default();
-        format!("http://{addr}")
-    }
-
-    /// A copy of every log line so far.
-    pub fn logs(&self) -> Vec<String> {
-        self.lines.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
-    }
-
-    /// Waits for a log line containing `needle` and returns it.
-    pub async fn wait_log(&self, needle: &str) -> String {
-        wait_for(&format!("a reloader log line containing {needle:?}"), RELOAD_WAIT, || async {
-            self.logs().into_iter().find(|l| l.contains(needle)).ok_or_else(|| format!("log: {:#?}", self.logs()))
-        })
-        .await
-    }
-
-    /// Log lines containing `needle`.
-    pub fn count_log(&self, needle: &str) -> usize {
-        self.logs().iter().filter(|l| l.contains(needle)).count()
-    }
-
-    /// Stops the process with SIGKILL (as a crash or OOM kill would).
-    pub fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Reloader {
-    fn drop(&mut self) {
-        self.kill();
-        if std::thread::panicking() {
-            eprintln!("----- reloader log -----\n{}\n------------------------", self.logs().join("\n"));
-        }
-    }
-}
 
 /// The workload kinds every reload behaviour is tested on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -378,112 +268,6 @@ pub async fn http_get(base: &str, path: &str) -> (u16, String) {
 /// The value of one sample (`name{labels}` exactly as exposed) in a Prometheus text exposition.
 pub fn sample(metrics: &str, series: &str) -> Option<f64> {
     metrics.lines().find_map(|l| l.strip_prefix(series).and_then(|rest| rest.trim().parse().ok()))
-}
-
-/// How a test HTTP receiver answers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Answer {
-    /// 200 OK.
-    Ok,
-    /// 500.
-    Fail,
-    /// Never answers.
-    Hang,
-}
-
-/// One request a [`Receiver`] got.
-#[derive(Clone, Debug)]
-pub struct Received {
-    /// Request path.
-    pub path: String,
-    /// Content-Type header.
-    pub content_type: String,
-    /// Body.
-    pub body: String,
-}
-
-/// A local HTTP server standing in for Slack, Teams, Google Chat or a webhook.
-pub struct Receiver {
-    /// `http://127.0.0.1:<port>`.
-    pub url: String,
-    requests: Arc<Mutex<Vec<Received>>>,
-}
-
-impl Receiver {
-    /// Starts listening.
-    pub async fn start(answer: Answer) -> Self {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind receiver");
-        let url = format!("http://{}", listener.local_addr().expect("addr"));
-        let requests = Arc::new(Mutex::new(Vec::new()));
-        let sink = requests.clone();
-        tokio::spawn(async move {
-            while let Ok((mut conn, _)) = listener.accept().await {
-                let sink = sink.clone();
-                tokio::spawn(async move {
-                    let mut buf = Vec::new();
-                    let mut chunk = [0u8; 4096];
-                    let (head, body) = loop {
-                        let Ok(n) = conn.read(&mut chunk).await else { return };
-                        if n == 0 {
-                            return;
-                        }
-                        buf.extend_from_slice(&chunk[..n]);
-                        let text = String::from_utf8_lossy(&buf).into_owned();
-                        if let Some((head, body)) = text.split_once("\r\n\r\n") {
-                            let len = head
-                                .lines()
-                                .find_map(|l| {
-                                    l.to_ascii_lowercase()
-                                        .strip_prefix("content-length:")
-                                        .map(|v| v.trim().parse::<usize>().unwrap_or(0))
-                                })
-                                .unwrap_or(0);
-                            if body.len() >= len {
-                                break (head.to_owned(), body.to_owned());
-                            }
-                        }
-                    };
-                    let path = head.split_whitespace().nth(1).unwrap_or_default().to_owned();
-                    let content_type = head
-                        .lines()
-                        .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-type:").map(|v| v.trim().to_owned()))
-                        .unwrap_or_default();
-                    sink.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(Received {
-                        path,
-                        content_type,
-                        body,
-                    });
-                    match answer {
-                        Answer::Hang => tokio::time::sleep(Duration::from_secs(3600)).await,
-                        Answer::Ok => {
-                            let _ = conn
-                                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
-                                .await;
-                        }
-                        Answer::Fail => {
-                            let _ = conn.write_all(b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").await;
-                        }
-                    }
-                });
-            }
-        });
-        Self { url, requests }
-    }
-
-    /// Requests so far.
-    pub fn requests(&self) -> Vec<Received> {
-        self.requests.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
-    }
-
-    /// Waits until `n` requests arrived.
-    pub async fn wait_requests(&self, n: usize) -> Vec<Received> {
-        wait_for(&format!("{n} request(s) at the receiver"), RELOAD_WAIT, || async {
-            let r = self.requests();
-            if r.len() >= n { Ok(r) } else { Err(format!("{} so far", r.len())) }
-        })
-        .await
-    }
 }
 
 /// Creates the CRD if missing and waits until it is served.

@@ -1,0 +1,129 @@
+//! Flag parsing and validation.
+
+use super::*;
+
+fn parse(args: &[&str]) -> Result<Args, clap::Error> {
+    Args::try_parse_from(std::iter::once("reloader").chain(args.iter().copied()))
+}
+
+#[test]
+fn defaults_match_upstream() {
+    let a = parse(&[]).expect("defaults parse");
+    assert!(!a.auto_reload_all);
+    assert_eq!(a.reload_strategy, ReloadStrategy::EnvVars);
+    assert_eq!(a.log_level, LogLevel::Info);
+    assert_eq!(a.annotations.keys(), AnnotationKeys::default());
+}
+
+#[test]
+fn bool_flags_take_bare_or_explicit_values() {
+    assert!(parse(&["--auto-reload-all"]).expect("bare").auto_reload_all);
+    assert!(parse(&["--auto-reload-all=true"]).expect("=true").auto_reload_all);
+    assert!(!parse(&["--auto-reload-all=false"]).expect("=false").auto_reload_all);
+    let err = parse(&["--auto-reload-all=maybe"]).expect_err("invalid bool");
+    assert_eq!(err.exit_code(), 2);
+    assert!(err.to_string().contains("--auto-reload-all"), "{err}");
+}
+
+#[test]
+fn invalid_strategy_exits_2_naming_flag_and_values() {
+    let err = parse(&["--reload-strategy=rolling"]).expect_err("invalid");
+    assert_eq!(err.exit_code(), 2);
+    let text = err.to_string();
+    assert!(text.contains("--reload-strategy") && text.contains("env-vars") && text.contains("annotations"), "{text}");
+}
+
+#[test]
+fn unknown_flags_exit_2() {
+    assert_eq!(parse(&["--no-such-flag"]).expect_err("unknown").exit_code(), 2);
+}
+
+#[test]
+fn log_flags_accept_upstream_spellings() {
+    let a = parse(&["--log-format=json", "--log-level=warning"]).expect("parse");
+    assert_eq!((a.log_format, a.log_level), (LogFormat::Json, LogLevel::Warning));
+    assert_eq!(parse(&["--log-format="]).expect("empty format").log_format, LogFormat::Text);
+    assert_eq!(parse(&["--log-level=warn"]).expect("warn").log_level, LogLevel::Warning);
+    assert_eq!(parse(&["--log-level=loud"]).expect_err("bad level").exit_code(), 2);
+}
+
+#[test]
+fn annotation_keys_are_overridable() {
+    let a = parse(&["--auto-annotation=example.com/auto", "--configmap-annotation=example.com/cm"]).expect("parse");
+    let keys = a.annotations.keys();
+    assert_eq!(keys.auto, "example.com/auto");
+    assert_eq!(keys.named[0], "example.com/cm");
+}
+
+#[test]
+fn resources_to_ignore_accepts_one_type_case_insensitively_with_upstreams_messages() {
+    let s = parse(&["--resources-to-ignore=ConfigMaps"]).expect("parse").scoping().expect("valid");
+    assert!(!s.configmaps && s.secrets);
+    let e = parse(&["--resources-to-ignore=configmaps,secrets"]).expect("parse").scoping().expect_err("both");
+    assert_eq!(e.to_string(), "'resources-to-ignore' only accepts 'configmaps' or 'secrets', not both");
+    let e = parse(&["--resources-to-ignore=pods"]).expect("parse").scoping().expect_err("unknown");
+    assert_eq!(e.to_string(), "'resources-to-ignore' only accepts 'configmaps' or 'secrets', not 'pods'");
+}
+
+#[test]
+fn ignored_workload_types_are_validated_not_silently_skipped() {
+    let s = parse(&["--ignored-workload-types=jobs,cronjobs"]).expect("parse").scoping().expect("valid");
+    assert!(!s.jobs && !s.cronjobs);
+    let e = parse(&["--ignored-workload-types=deployments"]).expect("parse").scoping().expect_err("invalid");
+    assert_eq!(e.to_string(), "'ignored-workload-types' accepts 'jobs', 'cronjobs', or both, not 'deployments'");
+}
+
+#[test]
+fn selectors_are_normalised_and_namespace_scoping_flags_need_global_mode() {
+    let s = parse(&["--namespace-selector=\"team:a,env=prod\"", "--resource-label-selector=reload:*"])
+        .expect("parse")
+        .scoping()
+        .expect("valid");
+    assert_eq!(s.namespace_selector.as_deref(), Some("team=a,env=prod"));
+    assert_eq!(s.resource_label_selector.as_deref(), Some("reload"));
+    let s = parse(&["--namespaces=a", "--namespace-selector=x=y", "--namespaces-to-ignore=b"])
+        .expect("parse")
+        .scoping()
+        .expect("valid");
+    assert_eq!((s.namespace_selector, s.namespaces_to_ignore), (None, vec![]));
+    let e = parse(&["--namespace-selector=a=b=c"]).expect("parse").scoping().expect_err("invalid");
+    assert!(e.to_string().starts_with("--namespace-selector: invalid selector"), "{e}");
+}
+
+#[test]
+fn leader_election_is_validated_like_upstream_pr_1206() {
+    let ha = |extra: &[&str]| {
+        let mut args = vec!["--enable-ha", "--pod-name=p", "--pod-namespace=ns"];
+        args.extend_from_slice(extra);
+        parse(&args).expect("parse").leader.validate()
+    };
+    let ok = ha(&[]).expect("defaults are valid").expect("enabled");
+    assert_eq!((ok.lease_name.as_str(), ok.namespace.as_str(), ok.lease_seconds), ("stakater-reloader-lock", "ns", 15));
+    assert_eq!(
+        ha(&["--leader-election-lease-duration=1500ms"]),
+        Err("--leader-election-lease-duration must be a whole number of seconds".into())
+    );
+    assert_eq!(
+        ha(&["--leader-election-lease-duration=0s"]),
+        Err("--leader-election-lease-duration must be at least 1s".into())
+    );
+    assert_eq!(
+        ha(&["--leader-election-lease-duration=10s"]),
+        Err("--leader-election-lease-duration must be greater than --leader-election-renew-deadline".into())
+    );
+    assert!(ha(&["--leader-election-renew-deadline=2s"]).expect_err("renew vs retry").contains("jitter factor (1.2)"));
+    assert_eq!(
+        parse(&["--enable-ha", "--pod-namespace=ns"]).expect("parse").leader.validate(),
+        Err("POD_NAME not set, cannot run in HA mode without POD_NAME set".into())
+    );
+    assert_eq!(parse(&[]).expect("parse").leader.validate(), Ok(None));
+}
+
+#[test]
+fn namespaces_win_over_kubernetes_namespace() {
+    let a = parse(&["--namespaces=a, b", "--namespaces=c", "--kubernetes-namespace=x"]).expect("parse");
+    assert_eq!(a.watch_scope(), WatchScope::Namespaces(vec!["a".into(), "b".into(), "c".into()]));
+    let a = parse(&["--kubernetes-namespace=x"]).expect("parse");
+    assert_eq!(a.watch_scope(), WatchScope::Namespaces(vec!["x".into()]));
+    assert_eq!(parse(&[]).expect("parse").watch_scope(), WatchScope::All);
+}

@@ -1,0 +1,144 @@
+//! The observer fed a replayed watch stream.
+
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use serde_json::json;
+
+use super::*;
+use crate::{
+    annotations::AnnotationKeys,
+    config::WatchScope,
+    controller::{Settings, WatchPlan, WorkQueue},
+    decision::DecisionSettings,
+    hash::ContentHash,
+    index::{ConfigFacts, Index},
+    strategy::ReloadStrategy,
+    workload::{WorkloadKind, summarise},
+};
+
+/// A context whose client fails every request: the observer must never need one.
+fn context() -> Arc<Context> {
+    let (service, _handle) =
+        tower_test::mock::pair::<http::Request<kube::client::Body>, http::Response<kube::client::Body>>();
+    let settings = Settings {
+        optional: vec![],
+        discovery_interval: Duration::from_secs(30),
+        watch: WatchPlan {
+            scope: WatchScope::All,
+            sources: vec![],
+            resource_label_selector: None,
+            namespace_selector: None,
+        },
+        namespaces_to_ignore: vec![],
+        reload_on_create: false,
+        reload_on_delete: false,
+        sync_after_restart: false,
+        coalesce_window: Duration::ZERO,
+        watch_failure_bound: Duration::ZERO,
+        alerts: None,
+        webhook: None,
+        keys: Arc::new(AnnotationKeys::default()),
+        strategy: ReloadStrategy::EnvVars,
+        decisions: DecisionSettings::default(),
+        workers: 1,
+        max_backoff: Duration::from_secs(1),
+    };
+    Arc::new(Context {
+        client: kube::Client::new(service, "default"),
+        settings,
+        index: std::sync::Mutex::new(Index::default()),
+        queue: WorkQueue::new(Duration::from_millis(10), Duration::from_millis(10)),
+        metrics: Arc::new(crate::metrics::Metrics::new(false)),
+        health: Arc::new(crate::http::Health::default()),
+        events: None,
+        alerts: None,
+        webhook: None,
+    })
+}
+
+fn config(name: &str, value: &str, listed: bool) -> Observed {
+    let data = [("k".to_owned(), value.to_owned())].into_iter().collect();
+    let hash: ContentHash = crate::hash::configmap(Some(&data), None);
+    let key = ConfigKey { kind: ConfigKind::ConfigMap, namespace: "ns".into(), name: name.into() };
+    Observed::Config {
+        stream: 0,
+        key,
+        facts: ConfigFacts { hash, ignored: false, matched: false, deleted: false },
+        listed,
+    }
+}
+
+fn workload(name: &str, listed: bool) -> Observed {
+    let d: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": name, "namespace": "ns", "uid": name, "annotations": {"reloader.stakater.com/auto": "true"}},
+        "spec": {"selector": {}, "template": {"spec": {"containers": [{"name": "app", "envFrom": [{"configMapRef": {"name": "cfg"}}]}]}}}
+    }))
+    .expect("deployment");
+    let (key, summary) = summarise(&d, &AnnotationKeys::default()).expect("summary");
+    Observed::Workload { stream: 1, key, summary: Box::new(summary), listed }
+}
+
+/// Takes every queued key (marking them done).
+async fn drain(ctx: &Context) -> Vec<String> {
+    let mut out = Vec::new();
+    while !ctx.queue.is_empty() {
+        let (k, _) = ctx.queue.next().await.expect("queued key");
+        ctx.queue.done(&k);
+        out.push(k.name);
+    }
+    out.sort();
+    out
+}
+
+#[tokio::test]
+async fn a_replayed_watch_stream_queues_exactly_what_level_triggering_needs() {
+    let ctx = context();
+    let infos = vec![
+        StreamInfo { source: Source::Config(ConfigKind::ConfigMap), namespace: None },
+        StreamInfo { source: Source::Workload(WorkloadKind::Deployment), namespace: None },
+    ];
+    let mut o = Observer::new(ctx.clone(), infos);
+
+    // Initial lists, interleaved: nothing is queued until both are complete.
+    for ev in [Observed::ListStarted(0), Observed::ListStarted(1), config("cfg", "v1", true), workload("web", true)] {
+        o.apply(ev);
+    }
+    o.apply(config("stale", "v1", true));
+    o.apply(Observed::ListDone(0));
+    assert!(ctx.queue.is_empty() && ctx.health.readiness().is_err(), "not synced yet");
+    o.apply(Observed::ListDone(1));
+    assert_eq!(ctx.health.readiness(), Ok(()));
+    assert_eq!(drain(&ctx).await, ["web"], "every workload is reconciled once after the first sync");
+
+    // A duplicate and a metadata-only event queue nothing; a content change queues its workload.
+    o.apply(config("cfg", "v1", false));
+    assert!(drain(&ctx).await.is_empty());
+    o.apply(config("cfg", "v2", false));
+    assert_eq!(drain(&ctx).await, ["web"]);
+
+    // A relist that no longer contains "stale" forgets it; afterwards everything is reconciled again.
+    o.apply(Observed::ListStarted(0));
+    o.apply(config("cfg", "v2", true));
+    o.apply(Observed::ListDone(0));
+    let stale = ConfigKey { kind: ConfigKind::ConfigMap, namespace: "ns".into(), name: "stale".into() };
+    assert!(ctx.index().config(&stale).is_none());
+    assert_eq!(drain(&ctx).await, ["web"]);
+
+    // A failing watch turns readiness off (bound 0 here) until that stream lists again.
+    o.apply(Observed::Error { stream: 0, message: "connection refused".into() });
+    assert!(ctx.health.readiness().is_err());
+    o.apply(Observed::ListStarted(0));
+    o.apply(config("cfg", "v2", true));
+    o.apply(Observed::ListDone(0));
+    assert_eq!(ctx.health.readiness(), Ok(()));
+    drain(&ctx).await;
+
+    // Workload relist without "web": it is forgotten, and a later change queues nothing.
+    o.apply(Observed::ListStarted(1));
+    o.apply(workload("api", true));
+    o.apply(Observed::ListDone(1));
+    drain(&ctx).await;
+    o.apply(config("cfg", "v3", false));
+    assert_eq!(drain(&ctx).await, ["api"]);
+}

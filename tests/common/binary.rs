@@ -1,0 +1,121 @@
+//! The `reloader` binary under test, started as a user would start it.
+
+use std::{
+    io::{BufRead, BufReader},
+    process::{Child, Command, Stdio},
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use super::{RELOAD_WAIT, wait_for};
+
+/// The `reloader` binary running against the test cluster, scoped to the test's namespace. Killed on drop;
+/// its log is printed when the test fails.
+pub struct Reloader {
+    child: Child,
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl Reloader {
+    /// Starts the binary with `--namespaces=<ns>` plus `args`, and waits until its watches have synced.
+    pub async fn start(ns: &str, args: &[&str]) -> Self {
+        Self::start_with_env(ns, args, &[]).await
+    }
+
+    /// Like [`Reloader::start`], with extra environment variables.
+    pub async fn start_with_env(ns: &str, args: &[&str], env: &[(&str, &str)]) -> Self {
+        let scoped = format!("--namespaces={ns}");
+        let all: Vec<&str> = std::iter::once(scoped.as_str()).chain(args.iter().copied()).collect();
+        Self::start_unscoped(&all, env).await
+    }
+
+    /// Starts the binary with exactly `args` (global mode unless they scope it) and waits for its sync.
+    pub async fn start_unscoped(args: &[&str], env: &[(&str, &str)]) -> Self {
+        let kubeconfig = testenv::harness::kubeconfig_path();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_reloader"))
+            .arg("--metrics-addr=127.0.0.1:0")
+            .args(args)
+            .envs(env.iter().copied())
+            .env("KUBECONFIG", &kubeconfig)
+            .env("NO_COLOR", "1")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start reloader binary");
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        for pipe in [
+            child.stdout.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+            child.stderr.take().map(|p| Box::new(p) as _),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            let sink = lines.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                    sink.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(line);
+                }
+            });
+        }
+        let r = Self { child, lines };
+        r.wait_log("all watches synced").await;
+        r
+    }
+
+    /// The process id (for signals).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits for the process to exit by itself (after a signal) and returns its status code.
+    pub async fn wait_exit(&mut self, timeout: Duration) -> Option<i32> {
+        let start = std::time::Instant::now();
+        while start.elapsed() < timeout {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status.code();
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        None
+    }
+
+    /// `http://<address>` of the metrics and health server (from the startup log line).
+    pub async fn http_base(&self) -> String {
+        let line = self.wait_log("serving /metrics").await;
+        let addr = line.rsplit(" on ").next().unwrap_or_default().split_whitespace().next().unwrap_or_default();
+        format!("http://{addr}")
+    }
+
+    /// A copy of every log line so far.
+    pub fn logs(&self) -> Vec<String> {
+        self.lines.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    /// Waits for a log line containing `needle` and returns it.
+    pub async fn wait_log(&self, needle: &str) -> String {
+        wait_for(&format!("a reloader log line containing {needle:?}"), RELOAD_WAIT, || async {
+            self.logs().into_iter().find(|l| l.contains(needle)).ok_or_else(|| format!("log: {:#?}", self.logs()))
+        })
+        .await
+    }
+
+    /// Log lines containing `needle`.
+    pub fn count_log(&self, needle: &str) -> usize {
+        self.logs().iter().filter(|l| l.contains(needle)).count()
+    }
+
+    /// Stops the process with SIGKILL (as a crash or OOM kill would).
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Reloader {
+    fn drop(&mut self) {
+        self.kill();
+        if std::thread::panicking() {
+            eprintln!("----- reloader log -----\n{}\n------------------------", self.logs().join("\n"));
+        }
+    }
+}
