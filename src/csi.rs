@@ -54,36 +54,13 @@ pub struct SecretProviderClass {
     pub metadata: ObjectMeta,
 }
 
-macro_rules! csi_resource {
-    ($name:ident, $plural:literal) => {
-        impl kube::Resource for $name {
-            type DynamicType = ();
-            type Scope = k8s_openapi::NamespaceResourceScope;
-
-            fn kind(_: &()) -> std::borrow::Cow<'_, str> {
-                stringify!($name).into()
-            }
-            fn group(_: &()) -> std::borrow::Cow<'_, str> {
-                "secrets-store.csi.x-k8s.io".into()
-            }
-            fn version(_: &()) -> std::borrow::Cow<'_, str> {
-                "v1".into()
-            }
-            fn plural(_: &()) -> std::borrow::Cow<'_, str> {
-                $plural.into()
-            }
-            fn meta(&self) -> &ObjectMeta {
-                &self.metadata
-            }
-            fn meta_mut(&mut self) -> &mut ObjectMeta {
-                &mut self.metadata
-            }
-        }
-    };
-}
-
-csi_resource!(SecretProviderClassPodStatus, "secretproviderclasspodstatuses");
-csi_resource!(SecretProviderClass, "secretproviderclasses");
+impl_namespaced_resource!(
+    SecretProviderClassPodStatus,
+    "secrets-store.csi.x-k8s.io",
+    "v1",
+    "secretproviderclasspodstatuses"
+);
+impl_namespaced_resource!(SecretProviderClass, "secrets-store.csi.x-k8s.io", "v1", "secretproviderclasses");
 
 impl SecretProviderClassPodStatus {
     /// The class name and upstream's hash of the mounted versions, if the driver wrote a status.

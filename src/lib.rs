@@ -4,6 +4,36 @@
 //! Functional core (no client, no clock): [`annotations`], [`references`], [`hash`], [`decision`],
 //! [`strategy`]. Imperative shell: [`index`], [`controller`], [`workload`].
 
+/// Implements `kube::Resource` for a slim namespaced type with a `metadata` field (custom resources we read
+/// only a few fields of: Argo Rollouts, DeploymentConfigs, CSI objects).
+macro_rules! impl_namespaced_resource {
+    ($name:ident, $group:literal, $version:literal, $plural:literal) => {
+        impl kube::Resource for $name {
+            type DynamicType = ();
+            type Scope = k8s_openapi::NamespaceResourceScope;
+
+            fn kind(_: &()) -> std::borrow::Cow<'_, str> {
+                stringify!($name).into()
+            }
+            fn group(_: &()) -> std::borrow::Cow<'_, str> {
+                $group.into()
+            }
+            fn version(_: &()) -> std::borrow::Cow<'_, str> {
+                $version.into()
+            }
+            fn plural(_: &()) -> std::borrow::Cow<'_, str> {
+                $plural.into()
+            }
+            fn meta(&self) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                &self.metadata
+            }
+            fn meta_mut(&mut self) -> &mut k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                &mut self.metadata
+            }
+        }
+    };
+}
+
 pub mod alerts;
 pub mod annotations;
 pub mod client;

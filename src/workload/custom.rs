@@ -4,9 +4,7 @@
 //! template is read fresh, changed as JSON (unknown fields survive) and written back under a
 //! `resourceVersion` precondition: a concurrent change makes it a 409, which is retried.
 
-use k8s_openapi::{
-    NamespaceResourceScope, api::core::v1::PodTemplateSpec, apimachinery::pkg::apis::meta::v1::ObjectMeta,
-};
+use k8s_openapi::{api::core::v1::PodTemplateSpec, apimachinery::pkg::apis::meta::v1::ObjectMeta};
 use kube::{
     Api, Client,
     api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams},
@@ -39,29 +37,7 @@ macro_rules! custom_workload {
             pub spec: Option<TemplateSpec>,
         }
 
-        impl kube::Resource for $name {
-            type DynamicType = ();
-            type Scope = NamespaceResourceScope;
-
-            fn kind(_: &()) -> std::borrow::Cow<'_, str> {
-                stringify!($name).into()
-            }
-            fn group(_: &()) -> std::borrow::Cow<'_, str> {
-                $group.into()
-            }
-            fn version(_: &()) -> std::borrow::Cow<'_, str> {
-                $version.into()
-            }
-            fn plural(_: &()) -> std::borrow::Cow<'_, str> {
-                $plural.into()
-            }
-            fn meta(&self) -> &ObjectMeta {
-                &self.metadata
-            }
-            fn meta_mut(&mut self) -> &mut ObjectMeta {
-                &mut self.metadata
-            }
-        }
+        impl_namespaced_resource!($name, $group, $version, $plural);
     };
 }
 
