@@ -89,10 +89,14 @@ async fn mounted_version_changes_reload_the_workloads_that_mount_the_class() {
     Kind::Deployment
         .create(&ns, "unmounted", json!({"reloader.stakater.com/auto": "true"}), json!({}), plain_pod())
         .await;
+    let named = json!({"secretproviderclass.reloader.stakater.com/reload": "vault-.*"});
+    Kind::Deployment.create(&ns, "named", named, json!({}), mounts("vault-db")).await;
+    let excluded = json!({"reloader.stakater.com/auto": "true", "secretproviderclasses.exclude.reloader.stakater.com/reload": "vault-db"});
+    Kind::Deployment.create(&ns, "excluded", excluded, json!({}), mounts("vault-db")).await;
     Kind::Deployment
         .create(&ns, "ignored", json!({"reloader.stakater.com/auto": "true"}), json!({}), mounts("quiet"))
         .await;
-    for app in ["web", "typed", "ignored"] {
+    for app in ["web", "typed", "ignored", "named", "excluded"] {
         wait_for(&format!("pods of {app}"), RELOAD_WAIT, || async {
             let n = ns
                 .api::<Pod>()
@@ -105,7 +109,7 @@ async fn mounted_version_changes_reload_the_workloads_that_mount_the_class() {
         })
         .await;
     }
-    for app in ["web", "typed"] {
+    for app in ["web", "typed", "named", "excluded"] {
         write_pod_statuses(&ns, app, "vault-db", "1").await;
     }
     write_pod_statuses(&ns, "ignored", "quiet", "1").await;
@@ -118,6 +122,7 @@ async fn mounted_version_changes_reload_the_workloads_that_mount_the_class() {
     write_pod_statuses(&ns, "ignored", "quiet", "2").await;
     Kind::Deployment.wait_revisions(&ns, "web", 2).await;
     Kind::Deployment.wait_revisions(&ns, "typed", 2).await;
+    Kind::Deployment.wait_revisions(&ns, "named", 2).await;
     let expected = spc_hash("vault-db", "2");
     assert_eq!(
         Kind::Deployment.env(&ns, "web", "app", "STAKATER_VAULT_DB_SECRETPROVIDERCLASS").await,
@@ -132,4 +137,5 @@ async fn mounted_version_changes_reload_the_workloads_that_mount_the_class() {
     Kind::Deployment.stays_at_revisions(&ns, "typed", 2).await;
     Kind::Deployment.stays_at_revisions(&ns, "unmounted", 1).await;
     Kind::Deployment.stays_at_revisions(&ns, "ignored", 1).await;
+    Kind::Deployment.stays_at_revisions(&ns, "excluded", 1).await;
 }

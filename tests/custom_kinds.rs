@@ -201,6 +201,14 @@ async fn deployment_configs_are_picked_up_when_their_api_appears() {
         json!({"containers": [{"name": "app", "image": "x", "envFrom": [{"configMapRef": {"name": "cfg"}}]}]}),
     )
     .await;
+    create_custom(
+        &ns,
+        &deployment_configs(),
+        "named",
+        json!({"configmap.reloader.stakater.com/reload": "cfg"}),
+        json!({"containers": [{"name": "app", "image": "x"}]}),
+    )
+    .await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
     wait_for("the DeploymentConfig to carry the new hash", RELOAD_WAIT, || async {
@@ -213,5 +221,11 @@ async fn deployment_configs_are_picked_up_when_their_api_appears() {
         }
     })
     .await;
+    let named = api.get("named").await.expect("get");
+    assert_eq!(
+        env_value(&named, "STAKATER_CFG_CONFIGMAP"),
+        Some(configmap_hash(&[("k", "2")])),
+        "named list, first container"
+    );
     let _ = crds.delete(crd_name, &DeleteParams::default()).await;
 }
