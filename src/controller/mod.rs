@@ -311,7 +311,11 @@ async fn reconcile(ctx: &Context, key: &WorkloadKey, triggered: Instant) -> Resu
             }
             let resources = plan.reloads.iter().map(|r| r.config.to_string()).collect::<Vec<_>>().join(", ");
             let resources = if resources.is_empty() { "its applied-hashes record".to_owned() } else { resources };
-            return Err(Error::Patch { workload: key.to_string(), resources, source });
+            let error = Error::Patch { workload: key.to_string(), resources, source };
+            if !error.is_transient() {
+                ctx.index().mark_rejected(key, &plan);
+            }
+            return Err(error);
         }
     }
     ctx.index().mark_written(key, &plan);

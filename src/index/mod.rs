@@ -107,6 +107,9 @@ struct WorkloadState {
     pending: HashMap<Pair, ContentHash>,
     /// The applied-hashes record we last wrote, until the watch echoes it.
     persisted: Option<BTreeMap<Pair, ContentHash>>,
+    /// The reloads of a write the API server rejected permanently: not attempted again (nor logged again)
+    /// until a resource changes again or the workload itself changes.
+    rejected: Option<Vec<(Pair, ContentHash)>>,
 }
 
 /// The in-memory index.
@@ -199,10 +202,17 @@ impl Index {
         summary: WorkloadSummary,
         baseline: Baseline,
     ) -> WorkloadUpdate {
-        let (mut assumed, mut pending, mut persisted, old_summary) = match self.remove_workload(&key) {
-            Some(s) if s.summary.uid == summary.uid => (s.assumed, s.pending, s.persisted, Some(s.summary)),
+        let (mut assumed, mut pending, mut persisted, mut rejected, old_summary) = match self.remove_workload(&key) {
+            Some(s) if s.summary.uid == summary.uid => (s.assumed, s.pending, s.persisted, s.rejected, Some(s.summary)),
             _ => Default::default(),
         };
+        // Only our own record's echo leaves a rejection standing; any other change of the workload retries.
+        let only_record_changed = old_summary.as_ref().is_some_and(|o| {
+            WorkloadSummary { applied_hashes: summary.applied_hashes.clone(), ..o.clone() } == summary
+        });
+        if !only_record_changed {
+            rejected = None;
+        }
         pending.retain(|pair, hash| plan::template_record(&summary, pair, None) != Some(*hash));
         if persisted.as_ref() == Some(&summary.applied_hashes) {
             persisted = None;
@@ -231,7 +241,7 @@ impl Index {
                 assumed.entry((config.kind, config.name)).or_insert(value);
             }
         }
-        self.workloads.insert(key, WorkloadState { summary, assumed, pending, persisted });
+        self.workloads.insert(key, WorkloadState { summary, assumed, pending, persisted, rejected });
         update
     }
 
@@ -265,6 +275,13 @@ impl Index {
     /// A workload's pause state.
     pub fn pause_state(&self, key: &WorkloadKey) -> Option<crate::pause::PauseState> {
         self.workloads.get(key).map(|s| s.summary.pause.clone())
+    }
+
+    /// Remembers that the API server permanently rejected `plan`'s reloads.
+    pub fn mark_rejected(&mut self, key: &WorkloadKey, plan: &WorkloadPlan) {
+        if let Some(state) = self.workloads.get_mut(key) {
+            state.rejected = Some(plan::reload_set(plan));
+        }
     }
 
     /// Forgets a deleted workload.

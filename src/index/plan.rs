@@ -97,15 +97,21 @@ impl Index {
         }
         let on_object = state.persisted.as_ref().unwrap_or(&state.summary.applied_hashes);
         let applied_hashes = (record != *on_object).then_some(record);
+        let mut plan = WorkloadPlan { reloads, applied_hashes };
+        if state.rejected.as_ref().is_some_and(|r| *r == reload_set(&plan)) {
+            // The same write was rejected permanently already: wait for something to change.
+            plan = WorkloadPlan::default();
+        }
         if let Some(state) = self.workloads.get_mut(key) {
             state.assumed.extend(baselines);
         }
-        WorkloadPlan { reloads, applied_hashes }
+        plan
     }
 
     /// Remembers what a successful write put on the object.
     pub fn mark_written(&mut self, key: &WorkloadKey, plan: &WorkloadPlan) {
         if let Some(state) = self.workloads.get_mut(key) {
+            state.rejected = None;
             for r in &plan.reloads {
                 let pair = (r.config.kind, r.config.name.clone());
                 state.assumed.insert(pair.clone(), r.hash);
@@ -116,6 +122,11 @@ impl Index {
             }
         }
     }
+}
+
+/// The resources and hashes a plan reloads for (what a rejection is remembered by).
+pub(super) fn reload_set(plan: &WorkloadPlan) -> Vec<(Pair, ContentHash)> {
+    plan.reloads.iter().map(|r| ((r.config.kind, r.config.name.clone()), r.hash)).collect()
 }
 
 /// What the workload was last rolled with for `pair`, in order of trust.

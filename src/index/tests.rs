@@ -261,3 +261,23 @@ fn deletions_remove_env_vars_that_exist_and_only_those() {
     let annotations = index.plan(&without, DecisionSettings::default(), ReloadStrategy::Annotations);
     assert_eq!(annotations.reloads.len(), 1, "the annotations strategy records the delete marker (upstream v1)");
 }
+
+#[test]
+fn a_rejected_write_is_not_attempted_again_until_something_changes() {
+    let mut index = Index::default();
+    let (wk, ws) = auto("web");
+    let (ck, v1) = cm("cfg", "v1");
+    index.upsert_config(ck.clone(), v1, Baseline::Current);
+    index.upsert_workload(wk.clone(), ws.clone(), Baseline::Current);
+    let (_, v2) = cm("cfg", "v2");
+    index.upsert_config(ck.clone(), v2, Baseline::Current);
+    let p = full_plan(&mut index, &wk);
+    assert_eq!(p.reloads.len(), 1);
+    index.mark_rejected(&wk, &p);
+    assert!(full_plan(&mut index, &wk).reloads.is_empty(), "same write, same rejection: not again");
+    index.upsert_workload(wk.clone(), with_applied_hashes(ws.clone(), &[("cfg", v1.hash)]), Baseline::Current);
+    assert!(full_plan(&mut index, &wk).reloads.is_empty(), "our own record's echo changes nothing");
+    let (_, v3) = cm("cfg", "v3");
+    index.upsert_config(ck, v3, Baseline::Current);
+    assert_eq!(plan(&mut index, &wk), vec![("cfg".to_owned(), v3.hash)], "a new change is attempted");
+}
