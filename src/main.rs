@@ -1,8 +1,6 @@
 //! The `reloader` binary: parse flags, set up logging and TLS, run the controller until SIGTERM/SIGINT.
 
-use std::process::ExitCode;
-
-use std::sync::Arc;
+use std::{process::ExitCode, sync::Arc};
 
 use clap::Parser;
 use reloader::{
@@ -53,7 +51,7 @@ fn init_logging(args: &Args) {
 
 async fn run(args: Args, settings: Settings, election: Option<LeaderElection>) -> anyhow::Result<()> {
     for flag in args.later.requested() {
-        tracing::warn!("{flag} is accepted for compatibility but not supported by this version yet; ignoring it");
+        tracing::warn!("{flag} is accepted for compatibility and ignored: pprof is a Go runtime feature");
     }
     let metrics = Arc::new(Metrics::new(args.metrics_count_by_namespace == "enabled"));
     let health = Arc::new(Health::default());

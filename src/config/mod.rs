@@ -181,7 +181,7 @@ pub struct Args {
     pub alerts: AlertArgs,
 
     #[command(flatten)]
-    pub later: NotYetSupported,
+    pub later: CompatOnly,
 
     /// Number of workloads patched concurrently.
     #[arg(long, env = "RELOADER_WORKERS", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..))]
@@ -276,7 +276,7 @@ impl AnnotationArgs {
 
 mod ops;
 
-pub use ops::{AlertArgs, LeaderArgs, LeaderElection, NotYetSupported};
+pub use ops::{AlertArgs, CompatOnly, LeaderArgs, LeaderElection};
 
 /// A flag combination upstream rejects at startup (exit status 2 here), with upstream's message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

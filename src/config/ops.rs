@@ -164,10 +164,10 @@ impl LeaderArgs {
     }
 }
 
-/// Upstream flags accepted so existing manifests keep starting, whose features are not implemented yet; a
-/// warning says so when one is turned on.
+/// Upstream flags accepted so existing manifests keep starting, though they mean nothing here (pprof is a Go
+/// runtime feature); a warning says so when one is turned on.
 #[derive(clap::Args, Debug, Clone, Default)]
-pub struct NotYetSupported {
+pub struct CompatOnly {
     /// pprof (a Go runtime feature; nothing to serve in Rust).
     #[arg(long, env = "ENABLE_PPROF", value_parser = parse_bool, num_args = 0..=1, require_equals = true,
           default_value = "false", default_missing_value = "true", action = ArgAction::Set)]
@@ -177,8 +177,8 @@ pub struct NotYetSupported {
     pub pprof_addr: String,
 }
 
-impl NotYetSupported {
-    /// Names of the flags that are turned on but not implemented.
+impl CompatOnly {
+    /// Names of the flags that are turned on but have no effect.
     pub fn requested(&self) -> Vec<&'static str> {
         let mut out = Vec::new();
         for (on, name) in [(self.enable_pprof, "--enable-pprof")] {
