@@ -250,6 +250,10 @@ async fn worker(ctx: Arc<Context>, mut leader: tokio::sync::watch::Receiver<bool
 
 /// Plans and writes one workload; `Ok(false)` when there was nothing to write.
 async fn reconcile(ctx: &Context, key: &WorkloadKey, triggered: Instant) -> Result<bool, Error> {
+    if ctx.webhook.is_some() {
+        // `--webhook-url`: notify instead of reloading; level-triggered reconciles must not write either.
+        return Ok(false);
+    }
     let (plan, pause_state, uid, restart_strategy) = {
         let mut index = ctx.index();
         (
