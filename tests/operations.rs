@@ -113,6 +113,15 @@ async fn health_endpoints_follow_startup_and_readiness_needs_synced_watches() {
         .spawn()
         .expect("start");
     let stdout = child.stdout.take().expect("stdout");
+    // Killed even when an assertion below fails.
+    struct KillOnDrop(std::process::Child);
+    impl Drop for KillOnDrop {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let child = KillOnDrop(child);
     let line = tokio::task::spawn_blocking(move || {
         use std::io::BufRead;
         std::io::BufReader::new(stdout).lines().map_while(Result::ok).find(|l| l.contains("serving /metrics"))
@@ -129,8 +138,7 @@ async fn health_endpoints_follow_startup_and_readiness_needs_synced_watches() {
     assert_eq!(http_get(&base, "/healthz").await.0, 200);
     let (status, body) = http_get(&base, "/readyz").await;
     assert_eq!((status, body.as_str()), (503, "watches have not synced yet"));
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(child);
 
     // Against the real cluster it becomes ready once synced.
     let ns = TestNamespace::create("health").await;
