@@ -22,6 +22,21 @@ async fn create_cronjob(ns: &TestNamespace, name: &str, cm: &str) {
     api::<CronJob>(ns).create(&PostParams::default(), &cj).await.expect("create cronjob");
 }
 
+/// Asserts the Job's first container carries `STAKATER_CFG_CONFIGMAP` for ConfigMap data `key=value`.
+fn assert_carries_hash(job: &Job, key: &str, value: &str) {
+    let env = job
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .and_then(|s| s.containers[0].env.clone())
+        .unwrap_or_default();
+    let expected = configmap_hash(&[(key, value)]);
+    assert!(
+        env.iter().any(|e| e.name == "STAKATER_CFG_CONFIGMAP" && e.value.as_deref() == Some(expected.as_str())),
+        "{env:?}"
+    );
+}
+
 async fn jobs_owned_by(ns: &TestNamespace, cronjob: &str) -> Vec<Job> {
     let jobs = api::<Job>(ns).list(&Default::default()).await.expect("list jobs");
     jobs.items
@@ -55,16 +70,7 @@ async fn a_cronjob_change_spawns_one_manual_job_and_a_restart_spawns_none() {
     assert_eq!(job.annotations().get("note").map(String::as_str), Some("from-template"));
     assert_eq!(job.labels().get("team").map(String::as_str), Some("a"));
     assert_eq!(job.owner_references()[0].controller, Some(true));
-    let env = job
-        .spec
-        .as_ref()
-        .and_then(|s| s.template.spec.as_ref())
-        .and_then(|s| s.containers[0].env.clone())
-        .unwrap_or_default();
-    assert!(
-        env.iter().any(|e| e.name == "STAKATER_CFG_CONFIGMAP" && e.value == Some(configmap_hash(&[("k", "2")]))),
-        "{env:?}"
-    );
+    assert_carries_hash(job, "k", "2");
     let cj = api::<CronJob>(&ns).get("nightly").await.expect("cronjob");
     let template_env = cj
         .spec
@@ -110,16 +116,7 @@ async fn a_job_is_recreated_with_the_new_template() {
         Ok(j)
     })
     .await;
-    let env = recreated
-        .spec
-        .as_ref()
-        .and_then(|s| s.template.spec.as_ref())
-        .and_then(|s| s.containers[0].env.clone())
-        .unwrap_or_default();
-    assert!(
-        env.iter().any(|e| e.name == "STAKATER_CFG_CONFIGMAP" && e.value == Some(configmap_hash(&[("k", "2")]))),
-        "{env:?}"
-    );
+    assert_carries_hash(&recreated, "k", "2");
     wait_for("the recreated Job to complete", RELOAD_WAIT, || async {
         let j = jobs.get("migrate").await.map_err(|e| e.to_string())?;
         let s = j.status.unwrap_or_default();

@@ -202,6 +202,10 @@ impl Index {
         summary: WorkloadSummary,
         baseline: Baseline,
     ) -> WorkloadUpdate {
+        // Most workload events are status updates that change nothing indexed: keep everything as it is.
+        if self.workloads.get(&key).is_some_and(|s| s.summary == summary) {
+            return WorkloadUpdate::default();
+        }
         let (mut assumed, mut pending, mut persisted, mut rejected, old_summary) = match self.remove_workload(&key) {
             Some(s) if s.summary.uid == summary.uid => (s.assumed, s.pending, s.persisted, s.rejected, Some(s.summary)),
             _ => Default::default(),

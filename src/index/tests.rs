@@ -29,6 +29,11 @@ fn deployment(name: &str, annotations: serde_json::Value, env: serde_json::Value
     summarise(&d, &AnnotationKeys::default()).expect("summary")
 }
 
+/// A template env list recording `hash` for ConfigMap `cfg`.
+fn recorded(hash: ContentHash) -> serde_json::Value {
+    json!([{"name": "STAKATER_CFG_CONFIGMAP", "value": hash.to_string()}])
+}
+
 fn auto(name: &str) -> (WorkloadKey, WorkloadSummary) {
     deployment(name, json!({"reloader.stakater.com/auto": "true"}), json!([]))
 }
@@ -81,7 +86,7 @@ fn a_content_change_reloads_once_and_replays_converge() {
     index.upsert_workload(wk.clone(), stale, Baseline::Current);
     assert!(plan(&mut index, &wk).is_empty(), "a pre-patch event must not cause a second patch");
     // The watch echoes our env var: still nothing.
-    let env = json!([{"name": "STAKATER_CFG_CONFIGMAP", "value": v2.hash.to_string()}]);
+    let env = recorded(v2.hash);
     let (_, echoed) = deployment("web", json!({"reloader.stakater.com/auto": "true"}), env);
     index.upsert_workload(wk.clone(), echoed, Baseline::Current);
     assert!(plan(&mut index, &wk).is_empty());
@@ -92,7 +97,7 @@ fn a_restart_applies_changes_made_while_down_to_workloads_with_a_record() {
     // The workload was reloaded before (env var = v1); the config is v2 when the new process starts.
     let (_, v1) = cm("cfg", "v1");
     let (ck, v2) = cm("cfg", "v2");
-    let env = json!([{"name": "STAKATER_CFG_CONFIGMAP", "value": v1.hash.to_string()}]);
+    let env = recorded(v1.hash);
     let (wk, ws) = deployment("web", json!({"reloader.stakater.com/auto": "true"}), env);
     let mut index = Index::default();
     index.upsert_workload(wk.clone(), ws, Baseline::Current);
@@ -103,7 +108,7 @@ fn a_restart_applies_changes_made_while_down_to_workloads_with_a_record() {
 #[test]
 fn a_restart_with_unchanged_configs_restarts_nothing() {
     let (ck, v1) = cm("cfg", "v1");
-    let env = json!([{"name": "STAKATER_CFG_CONFIGMAP", "value": v1.hash.to_string()}]);
+    let env = recorded(v1.hash);
     let (wk, ws) = deployment("web", json!({"reloader.stakater.com/auto": "true"}), env);
     let mut index = Index::default();
     index.upsert_config(ck, v1, Baseline::Current);
@@ -208,7 +213,7 @@ fn a_change_made_while_down_reaches_a_never_reloaded_workload_exactly_once() {
     index.mark_written(&wk, &p);
     assert!(full_plan(&mut index, &wk).is_empty());
     // The echo of the patch: env var and metadata both say v2.
-    let env = json!([{"name": "STAKATER_CFG_CONFIGMAP", "value": v2.hash.to_string()}]);
+    let env = recorded(v2.hash);
     let (_, echoed) = deployment("web", json!({"reloader.stakater.com/auto": "true"}), env);
     index.upsert_workload(wk.clone(), with_applied_hashes(echoed, &[("cfg", v2.hash)]), Baseline::Current);
     assert!(full_plan(&mut index, &wk).is_empty());
@@ -234,7 +239,7 @@ fn stale_baselines_reload_unrecorded_pairs_for_create_and_sync_after_restart() {
     let mut index = Index::default();
     let (ck, v1) = cm("cfg", "v1");
     index.upsert_config(ck, v1, Baseline::Current);
-    let env = json!([{"name": "STAKATER_CFG_CONFIGMAP", "value": v1.hash.to_string()}]);
+    let env = recorded(v1.hash);
     let (wk, ws) = deployment("web", json!({"reloader.stakater.com/auto": "true"}), env);
     index.upsert_workload(wk.clone(), ws, Baseline::Stale);
     assert!(plan(&mut index, &wk).is_empty());
@@ -243,7 +248,7 @@ fn stale_baselines_reload_unrecorded_pairs_for_create_and_sync_after_restart() {
 #[test]
 fn deletions_remove_env_vars_that_exist_and_only_those() {
     let (ck, v1) = cm("cfg", "v1");
-    let env = json!([{"name": "STAKATER_CFG_CONFIGMAP", "value": v1.hash.to_string()}]);
+    let env = recorded(v1.hash);
     let (with_var, ws_var) = deployment("with-var", json!({"reloader.stakater.com/auto": "true"}), env);
     let (without, ws_plain) = auto("without");
     let mut index = Index::default();
