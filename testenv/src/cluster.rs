@@ -31,6 +31,8 @@ pub struct Options {
     pub nodes: usize,
     /// How long to wait for every component to become ready.
     pub ready_timeout: Duration,
+    /// Extra kube-apiserver flags (e.g. an audit policy for the benchmark), appended after the defaults.
+    pub extra_apiserver_args: Vec<String>,
 }
 
 /// A running control plane. Call [`ControlPlane::stop`]; dropping it also kills the processes.
@@ -143,7 +145,10 @@ impl ControlPlane {
                 // creation); no kubelet mounts tokens here anyway.
                 "--disable-admission-plugins=ServiceAccount".into(),
                 "--profiling=false".into(),
-            ],
+            ]
+            .into_iter()
+            .chain(opts.extra_apiserver_args.iter().cloned())
+            .collect(),
         )?;
         let client = self.client().await?;
         self.wait_ready(&client, deadline).await?;

@@ -1,0 +1,82 @@
+//! Where the benchmark runs: a local control plane it starts itself (with an audit log and a dedicated
+//! controller user), or an existing cluster from a kubeconfig (no audit log: API counts are unavailable).
+
+use std::{path::PathBuf, time::Duration};
+
+use kube::Client;
+use testenv::cluster::{ControlPlane, Options};
+
+use crate::{Error, measure::audit};
+
+/// User name of the controller under test in the local control plane.
+pub const CONTROLLER_USER: &str = "reloader-bench";
+
+/// The cluster and how the controller reaches it.
+pub struct BenchEnv {
+    /// Admin client for the bench's own requests.
+    pub client: Client,
+    /// Kubeconfig handed to the controller.
+    pub controller_kubeconfig: PathBuf,
+    /// The audit log and the user to count, when the bench started the control plane.
+    pub audit: Option<(PathBuf, String)>,
+    /// Where results and logs go.
+    pub out_dir: PathBuf,
+    plane: Option<ControlPlane>,
+}
+
+impl BenchEnv {
+    /// Starts a local control plane in `<target>/testenv/bench` with an audit policy that logs only the
+    /// controller's user, and mints that user's kubeconfig (`system:masters`, like a cluster-wide install).
+    pub async fn local(target_dir: PathBuf, out_dir: PathBuf, nodes: usize) -> Result<Self, Error> {
+        let bin_dir = testenv::binaries::ensure_built()?;
+        let state_dir = target_dir.join("testenv").join("bench");
+        let policy_dir = target_dir.join("bench-audit");
+        std::fs::create_dir_all(&policy_dir).map_err(|source| Error::Io { path: policy_dir.clone(), source })?;
+        let policy = policy_dir.join("policy.yaml");
+        std::fs::write(&policy, audit::policy(CONTROLLER_USER))
+            .map_err(|source| Error::Io { path: policy.clone(), source })?;
+        let audit_log = state_dir.join("logs").join("audit.log");
+        let plane = ControlPlane::start(&Options {
+            bin_dir,
+            state_dir: state_dir.clone(),
+            nodes,
+            ready_timeout: Duration::from_secs(120),
+            extra_apiserver_args: vec![
+                format!("--audit-policy-file={}", policy.display()),
+                format!("--audit-log-path={}", audit_log.display()),
+                "--audit-log-format=json".into(),
+                // Blocking writes keep every event; the policy makes them rare.
+                "--audit-log-mode=blocking".into(),
+            ],
+        })
+        .await?;
+        let controller_kubeconfig = state_dir.join("controller.kubeconfig");
+        plane.write_user_kubeconfig(&controller_kubeconfig, CONTROLLER_USER, &["system:masters"])?;
+        let client = plane.client().await?;
+        Ok(Self {
+            client,
+            controller_kubeconfig,
+            audit: Some((audit_log, CONTROLLER_USER.into())),
+            out_dir,
+            plane: Some(plane),
+        })
+    }
+
+    /// Uses an existing cluster; the controller gets the same kubeconfig.
+    pub async fn external(kubeconfig: PathBuf, out_dir: PathBuf) -> Result<Self, Error> {
+        let client = testenv::cluster::client_from_kubeconfig(&kubeconfig).await?;
+        Ok(Self { client, controller_kubeconfig: kubeconfig, audit: None, out_dir, plane: None })
+    }
+
+    /// Process ids of the local control plane's components (for the report's machine notes).
+    pub fn plane_pids(&self) -> Vec<(&'static str, u32)> {
+        self.plane.as_ref().map(ControlPlane::pids).unwrap_or_default()
+    }
+
+    /// Stops the local control plane, if any.
+    pub async fn stop(&mut self) {
+        if let Some(mut p) = self.plane.take() {
+            p.stop().await;
+        }
+    }
+}

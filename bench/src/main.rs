@@ -1,0 +1,199 @@
+//! `bench`: runs Reloader-compatible controllers through the load-test scenarios and writes a report.
+//!
+//! ```text
+//! bench [--scenarios all|quick|S1,S4,…] [--duration 10s]
+//!       [--controller-cmd "target/release/reloader --coalesce-window=0s"] [--baseline-cmd "<other binary + flags>"]
+//!       [--kubeconfig PATH] [--out DIR]
+//! ```
+//! Without `--kubeconfig` it starts a local control plane (testenv) with an audit log for API counts.
+
+use std::{path::PathBuf, process::ExitCode, time::Duration};
+
+use anyhow::Context as _;
+use bench::{
+    controller::ControllerSpec,
+    env::BenchEnv,
+    report::{self, Report, ScenarioResult},
+    scenarios::{
+        self, ScenarioId,
+        run::{RunOptions, run},
+    },
+};
+use clap::Parser;
+
+#[derive(Parser, Debug)]
+#[command(about = "Benchmark Reloader-compatible controllers (upstream load-test scenarios S1–S13 and M1)")]
+struct Args {
+    /// Scenarios: `all`, `quick` (S1,S4,S6) or a comma list such as `S1,S6,M1`.
+    #[arg(long, default_value = "quick")]
+    scenarios: String,
+    /// How long each scenario makes updates (`10s`, `500ms`, `2m`; M1 makes a fixed 1,000).
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    duration: Duration,
+    /// The controller under test: program and upstream-compatible flags, split on whitespace.
+    #[arg(long, default_value = "target/release/reloader --coalesce-window=0s --metrics-addr=127.0.0.1:0")]
+    controller_cmd: String,
+    /// Label of the controller under test in reports.
+    #[arg(long, default_value = "ours")]
+    controller_label: String,
+    /// A second controller run through the same scenarios (fresh namespaces) for ours/baseline ratios.
+    #[arg(long)]
+    baseline_cmd: Option<String>,
+    /// Label of the baseline in reports.
+    #[arg(long, default_value = "baseline")]
+    baseline_label: String,
+    /// Use this cluster instead of starting a local control plane (API counts are then unavailable).
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// Scope the controller to the scenario namespace (`KUBERNETES_NAMESPACE`) when there is one namespace.
+    #[arg(long)]
+    scope_namespace: bool,
+    /// Where report.md, report.json, the SVG plots and controller logs go.
+    #[arg(long, default_value = "target/bench")]
+    out: PathBuf,
+    /// Longest wait for outstanding reloads after the updates.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    settle_timeout: Duration,
+    /// KWOK fake nodes of the local control plane.
+    #[arg(long, default_value_t = 2)]
+    nodes: usize,
+}
+
+/// Parses `10s`, `500ms`, `2m` or a plain number of seconds.
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let (num, unit) = t.find(|c: char| !c.is_ascii_digit() && c != '.').map_or((t, "s"), |i| t.split_at(i));
+    let n: f64 = num.parse().map_err(|_| format!("not a duration: {text}"))?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "s" => n,
+        "m" => n * 60.0,
+        _ => return Err(format!("unknown unit in {text} (use ms, s or m)")),
+    };
+    Duration::try_from_secs_f64(secs).map_err(|e| format!("{text}: {e}"))
+}
+
+fn main() -> ExitCode {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,kube_client=off,tower_http=off"));
+    tracing_subscriber::fmt().with_writer(std::io::stderr).with_target(false).with_env_filter(filter).init();
+    testenv::install_crypto_provider();
+    // Current-thread runtime: control-plane children get PDEATHSIG for the spawning thread (testenv::process).
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("bench: cannot start a runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match rt.block_on(main_async(Args::parse())) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("bench: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `<workspace>/target`, or `CARGO_TARGET_DIR`.
+fn workspace_target() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| {
+        let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        crate_dir.parent().map(|root| root.join("target")).unwrap_or(crate_dir)
+    })
+}
+
+async fn main_async(args: Args) -> anyhow::Result<bool> {
+    let ids = ScenarioId::parse_list(&args.scenarios)?;
+    let mut controllers = vec![ControllerSpec::parse(&args.controller_label, &args.controller_cmd)?];
+    if let Some(cmd) = &args.baseline_cmd {
+        controllers.push(ControllerSpec::parse(&args.baseline_label, cmd)?);
+    }
+    for c in &controllers {
+        anyhow::ensure!(
+            c.program.exists(),
+            "{} does not exist (build it first, e.g. cargo build --release)",
+            c.program.display()
+        );
+    }
+    std::fs::create_dir_all(&args.out).with_context(|| args.out.display().to_string())?;
+    let mut env = match &args.kubeconfig {
+        Some(k) => BenchEnv::external(k.clone(), args.out.clone()).await?,
+        None => BenchEnv::local(workspace_target(), args.out.clone(), args.nodes).await?,
+    };
+    let opts = RunOptions {
+        duration: args.duration,
+        scope_single_namespace: args.scope_namespace,
+        settle_timeout: args.settle_timeout,
+        ready_timeout: Duration::from_secs(180),
+    };
+    let mut report = Report {
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+        machine: report::describe_machine(),
+        duration_s: args.duration.as_secs_f64(),
+        results: Vec::new(),
+        failures: Vec::new(),
+    };
+    for id in ids {
+        let layout = scenarios::layout(id);
+        for c in &controllers {
+            tracing::info!("=== {id:?} with {} ===", c.label);
+            match run(&env, &layout, c, &opts).await {
+                Ok(r) => {
+                    tracing::info!(
+                        "{id:?}/{}: expected {} observed {} missed {} p50 {:?} ms p99 {:?} ms",
+                        c.label,
+                        r.actions.expected,
+                        r.actions.observed,
+                        r.actions.missed,
+                        r.latency.p50_ms,
+                        r.latency.p99_ms
+                    );
+                    report.results.push(r);
+                }
+                Err(e) => {
+                    tracing::error!("{id:?} with {} failed: {e}", c.label);
+                    report.failures.push(format!("{id:?} with {}: {e}", c.label));
+                }
+            }
+        }
+        write_outputs(&args.out, &report, id)?;
+    }
+    env.stop().await;
+    println!("{}", report::markdown::render(&report));
+    eprintln!("bench: report in {}", args.out.join("report.md").display());
+    Ok(report.failures.is_empty())
+}
+
+fn write_outputs(out: &std::path::Path, report: &Report, id: ScenarioId) -> anyhow::Result<()> {
+    let write = |name: &str, text: String| {
+        let path = out.join(name);
+        std::fs::write(&path, text).with_context(|| path.display().to_string())
+    };
+    write("report.md", report::markdown::render(report))?;
+    write("report.json", serde_json::to_string_pretty(report)?)?;
+    let name = format!("{id:?}");
+    let group: Vec<&ScenarioResult> = report.results.iter().filter(|r| r.scenario == name).collect();
+    if let Some(first) = group.first() {
+        let series: Vec<(&str, &[f64])> =
+            group.iter().map(|r| (r.controller.as_str(), r.latencies_ms.as_slice())).collect();
+        write(&format!("latency-{name}.svg"), report::svg::latency_cdf(&format!("{name}: {}", first.title), &series))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_with_units() {
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+        assert!(parse_duration("3h").is_err());
+        assert!(parse_duration("abc").is_err());
+    }
+}

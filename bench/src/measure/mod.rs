@@ -1,0 +1,8 @@
+//! Measurements taken from outside the controller under test.
+
+pub mod actions;
+pub mod audit;
+pub mod content;
+pub mod procfs;
+pub mod stats;
+pub mod tracker;
