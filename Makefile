@@ -8,7 +8,12 @@ ARGS    ?=
 # Integration tests wait on the cluster, not the CPU: run many at once.
 TEST_THREADS ?= 8
 
-.PHONY: test run lint testenv-binaries build
+# Benchmarks (see BENCHMARKS.md). Extra bench flags: make bench BENCH_ARGS="--duration 30s"
+BENCH_ARGS ?=
+BENCH_OURS := target/release/reloader --coalesce-window=0s --metrics-addr=127.0.0.1:0
+BENCH_COALESCING := target/release/reloader --coalesce-window=1s --metrics-addr=127.0.0.1:0
+
+.PHONY: test run lint testenv-binaries build bench bench-quick bench-build
 
 test: lint build
 	$(TESTENV) build >/dev/null
@@ -26,3 +31,16 @@ run: build
 
 testenv-binaries: build
 	$(TESTENV) build
+
+bench-build:
+	$(CARGO) build --release -p reloader -p bench
+
+# All scenarios (S1–S13, M1) with our binary (coalescing off), and again with coalescing on as the baseline.
+bench: bench-build
+	target/release/bench --scenarios all --duration 10s --controller-cmd "$(BENCH_OURS)" \
+		--baseline-cmd "$(BENCH_COALESCING)" --baseline-label coalescing --out target/bench/all $(BENCH_ARGS)
+
+# Upstream's loadtest-quick: S1, S4, S6 with our binary.
+bench-quick: bench-build
+	target/release/bench --scenarios quick --duration 10s --controller-cmd "$(BENCH_OURS)" \
+		--out target/bench/quick $(BENCH_ARGS)
