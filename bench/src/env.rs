@@ -11,6 +11,9 @@ use crate::{Error, measure::audit};
 /// User name of the controller under test in the local control plane.
 pub const CONTROLLER_USER: &str = "reloader-bench";
 
+/// Control-plane components that only react to rollouts (see [`BenchEnv::local`]).
+const REACTORS: [&str; 3] = ["kube-controller-manager", "kube-scheduler", "kwok"];
+
 /// The cluster and how the controller reaches it.
 pub struct BenchEnv {
     /// Admin client for the bench's own requests.
@@ -27,7 +30,17 @@ pub struct BenchEnv {
 impl BenchEnv {
     /// Starts a local control plane in `<target>/testenv/bench` with an audit policy that logs only the
     /// controller's user, and mints that user's kubeconfig (`system:masters`, like a cluster-wide install).
-    pub async fn local(target_dir: PathBuf, out_dir: PathBuf, nodes: usize) -> Result<Self, Error> {
+    ///
+    /// With `renice_reactors`, the components that only react to rollouts (kube-controller-manager creating
+    /// ReplicaSets and pods, kube-scheduler, KWOK) run at nice 10: on a 2-core machine their work after each
+    /// reload otherwise competes with the API server and the controller under test for the same cores, which
+    /// a real cluster's separate control-plane nodes would not.
+    pub async fn local(
+        target_dir: PathBuf,
+        out_dir: PathBuf,
+        nodes: usize,
+        renice_reactors: bool,
+    ) -> Result<Self, Error> {
         let bin_dir = testenv::binaries::ensure_built()?;
         let state_dir = target_dir.join("testenv").join("bench");
         let policy_dir = target_dir.join("bench-audit");
@@ -53,6 +66,16 @@ impl BenchEnv {
         let controller_kubeconfig = state_dir.join("controller.kubeconfig");
         plane.write_user_kubeconfig(&controller_kubeconfig, CONTROLLER_USER, &["system:masters"])?;
         let client = plane.client().await?;
+        if renice_reactors {
+            for (name, pid) in plane.pids().into_iter().filter(|(n, _)| REACTORS.contains(n)) {
+                let ok = std::process::Command::new("renice")
+                    .args(["-n", "10", "-p", &pid.to_string()])
+                    .stdout(std::process::Stdio::null())
+                    .status()
+                    .is_ok_and(|s| s.success());
+                tracing::info!(component = name, pid, ok, "renice -n 10");
+            }
+        }
         Ok(Self {
             client,
             controller_kubeconfig,

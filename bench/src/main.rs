@@ -54,6 +54,10 @@ struct Args {
     /// Longest wait for outstanding reloads after the updates.
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     settle_timeout: Duration,
+    /// Keep kube-controller-manager, kube-scheduler and KWOK at normal priority (default: nice 10, so the
+    /// rollouts they process compete less with the API server and the controller under test).
+    #[arg(long)]
+    no_renice: bool,
     /// KWOK fake nodes of the local control plane.
     #[arg(long, default_value_t = 2)]
     nodes: usize,
@@ -120,7 +124,7 @@ async fn main_async(args: Args) -> anyhow::Result<bool> {
     std::fs::create_dir_all(&args.out).with_context(|| args.out.display().to_string())?;
     let mut env = match &args.kubeconfig {
         Some(k) => BenchEnv::external(k.clone(), args.out.clone()).await?,
-        None => BenchEnv::local(workspace_target(), args.out.clone(), args.nodes).await?,
+        None => BenchEnv::local(workspace_target(), args.out.clone(), args.nodes, !args.no_renice).await?,
     };
     let opts = RunOptions {
         duration: args.duration,

@@ -28,8 +28,10 @@ pub struct Update {
     pub config: usize,
     /// Hash of the new content; `None` for metadata-only writes (S4), which must cause nothing.
     pub hash: Option<String>,
-    /// When the write request was sent.
+    /// When the write request was sent (orders updates of one resource).
     pub sent: Duration,
+    /// When the API server acknowledged the write: the latency's start. `None` until then (or if it failed).
+    pub written: Option<Duration>,
     /// Replaced by a later update of the same resource while the controller was down: it cannot be applied
     /// on its own, so it is not required (seeing it is not an error either).
     pub optional: bool,
@@ -98,7 +100,8 @@ impl ActionStats {
 }
 
 /// Matches `observations` against `updates`. `initial` maps the hash of each resource's creation content to
-/// the resource. Returns the stats and the latency of every required pair seen (update sent → mark seen), ms.
+/// the resource. Returns the stats and the latency of every required pair seen (update acknowledged → mark
+/// seen), ms.
 pub fn analyze(
     updates: &[Update],
     initial: &HashMap<String, usize>,
@@ -145,7 +148,8 @@ pub fn analyze(
             stats.duplicates += 1;
         } else if required {
             stats.observed += 1;
-            latencies.push(o.seen.saturating_sub(updates[ui].sent).as_secs_f64() * 1000.0);
+            let u = &updates[ui];
+            latencies.push(o.seen.saturating_sub(u.written.unwrap_or(u.sent)).as_secs_f64() * 1000.0);
         } else {
             stats.optional_observed += 1;
         }

@@ -5,7 +5,8 @@ fn ms(v: u64) -> Duration {
 }
 
 fn upd(config: usize, hash: &str, sent: u64) -> Update {
-    Update { config, hash: Some(hash.into()), sent: ms(sent), optional: false }
+    // Acknowledged 2 ms after sending: latencies start there.
+    Update { config, hash: Some(hash.into()), sent: ms(sent), written: Some(ms(sent + 2)), optional: false }
 }
 
 fn dep(workload: usize, config: usize) -> Dependency {
@@ -26,7 +27,7 @@ fn every_update_seen_once_is_exact_with_latencies() {
     assert_eq!(stats, ActionStats { updates: 3, expected: 5, observed: 5, rollouts: 5, ..ActionStats::default() });
     assert!(stats.exact());
     lat.sort_by(f64::total_cmp);
-    assert_eq!(lat, vec![5.0, 10.0, 25.0, 30.0, 100.0]);
+    assert_eq!(lat, vec![3.0, 8.0, 23.0, 28.0, 98.0]);
 }
 
 #[test]
@@ -40,7 +41,7 @@ fn skipped_intermediate_content_is_superseded_and_a_lost_last_update_is_missed()
     assert_eq!(stats.superseded, 1);
     assert_eq!(stats.missed, 1);
     assert!(!stats.exact());
-    assert_eq!(lat, vec![40.0]);
+    assert_eq!(lat, vec![38.0]);
 }
 
 #[test]
@@ -75,7 +76,7 @@ fn repeats_foreign_hashes_and_creation_content_are_counted_apart() {
 
 #[test]
 fn metadata_only_updates_expect_nothing() {
-    let updates = vec![Update { config: 0, hash: None, sent: ms(10), optional: false }; 3];
+    let updates = vec![Update { config: 0, hash: None, sent: ms(10), written: None, optional: false }; 3];
     let (stats, lat) = analyze(&updates, &HashMap::new(), &[dep(0, 0)], &[]);
     assert_eq!(stats, ActionStats { updates: 3, ..ActionStats::default() });
     assert!(stats.exact());
@@ -92,7 +93,7 @@ fn dependency_windows_make_pairs_outside_them_optional() {
     assert_eq!(stats.observed, 1);
     assert_eq!(stats.optional_observed, 1);
     assert_eq!(stats.missed, 0);
-    assert_eq!(lat, vec![10.0]);
+    assert_eq!(lat, vec![8.0]);
 }
 
 #[test]

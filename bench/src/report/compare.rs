@@ -14,6 +14,10 @@ fn count(v: usize) -> Option<f64> {
     Some(v as f64)
 }
 
+fn plane_cpu(r: &ScenarioResult) -> Option<f64> {
+    (!r.control_plane_cpu_s.is_empty()).then(|| r.control_plane_cpu_s.values().sum())
+}
+
 /// Every metric, in report order.
 pub const METRICS: &[Metric] = &[
     Metric { name: "updates sent", value: |r| count(r.actions.updates) },
@@ -32,6 +36,8 @@ pub const METRICS: &[Metric] = &[
     Metric { name: "latency p95 (ms)", value: |r| r.latency.p95_ms },
     Metric { name: "latency p99 (ms)", value: |r| r.latency.p99_ms },
     Metric { name: "latency max (ms)", value: |r| r.latency.max_ms },
+    Metric { name: "bench update round trip p50 (ms)", value: |r| r.update_rtt.p50_ms },
+    Metric { name: "control-plane CPU (s)", value: |r| plane_cpu(r) },
     Metric { name: "API requests", value: |r| r.api.as_ref().map(|a| a.total as f64) },
     Metric { name: "template writes", value: |r| r.api.as_ref().map(|a| a.template_writes as f64) },
     Metric { name: "writes per reload", value: |r| r.writes_per_reload },

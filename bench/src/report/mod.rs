@@ -5,6 +5,8 @@ pub mod compare;
 pub mod markdown;
 pub mod svg;
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::measure::{actions::ActionStats, audit::ApiCounts, procfs::ProcessStats, stats::LatencySummary};
@@ -48,6 +50,11 @@ pub struct ScenarioResult {
     pub startup_to_ready_ms: Vec<f64>,
     /// Bench writes that failed (they expect nothing).
     pub failed_writes: usize,
+    /// Round trip of the bench's own update requests: the API server's share of every latency.
+    pub update_rtt: LatencySummary,
+    /// CPU seconds of each control-plane component in the window (local control plane only): on a small
+    /// machine the rollouts the controller triggers compete with it for the same cores.
+    pub control_plane_cpu_s: BTreeMap<String, f64>,
 }
 
 /// Everything one invocation produced.

@@ -1,8 +1,9 @@
 //! Plays a scenario's update plan and records every write with the time it was sent.
 //!
-//! Latency is measured from the moment the bench *sends* the update request (recorded just before the call),
-//! so it includes the API server's handling of the update itself, the watch delay to the controller, the
-//! controller's work and its write, and the watch delay back to the bench.
+//! Latency is measured from the moment the API server *acknowledged* the bench's update (its response arrived):
+//! the write is then committed and visible to watchers. It covers the watch delay to the controller, the
+//! controller's work and its write, and the watch delay back to the bench. The round trip of the bench's own
+//! request (send → acknowledgement) is reported separately, so "from sent" = latency + round trip.
 
 use std::{
     collections::{BTreeMap, HashMap},
@@ -42,6 +43,8 @@ struct Inner {
     failures: usize,
     churned: Vec<Churned>,
     rng: u64,
+    /// Round trip of each content update request (ms).
+    rtts: Vec<f64>,
 }
 
 /// Writes a scenario's updates.
@@ -73,6 +76,7 @@ impl Driver {
             failures: 0,
             churned: Vec::new(),
             rng: 0x2545F4914F6CDD1D,
+            rtts: Vec::new(),
         };
         Self { client, namespaces, configs, run, epoch, inner: Mutex::new(inner) }
     }
@@ -100,6 +104,11 @@ impl Driver {
         self.lock().failures
     }
 
+    /// Round trip of each successful content update request, ms (the API server's share of the latency).
+    pub fn update_rtts(&self) -> Vec<f64> {
+        self.lock().rtts.clone()
+    }
+
     /// Deployments created during the run.
     pub fn churned(&self) -> Vec<Churned> {
         self.lock().churned.clone()
@@ -115,11 +124,12 @@ impl Driver {
             let data = objects::content(def, ns, inner.seqs[config]);
             let hash = hash_data(&data);
             let sent = self.epoch.elapsed();
-            inner.updates.push(Update { config, hash: Some(hash.clone()), sent, optional: false });
+            inner.updates.push(Update { config, hash: Some(hash.clone()), sent, written: None, optional: false });
             (inner.updates.len() - 1, data, hash)
         };
         // Only `value` changes; the padding is already there.
         let value = data.get("value").cloned().unwrap_or_default();
+        let sent = Instant::now();
         if let Err(e) = self.patch(def, ns, json!({"data": {"value": encode(def.kind, &value)}})).await {
             tracing::warn!("{e}");
             let mut inner = self.lock();
@@ -127,6 +137,10 @@ impl Driver {
             inner.updates[idx].hash = None;
             return None;
         }
+        let mut inner = self.lock();
+        inner.rtts.push(sent.elapsed().as_secs_f64() * 1000.0);
+        inner.updates[idx].written = Some(self.epoch.elapsed());
+        drop(inner);
         Some(hash)
     }
 
@@ -137,7 +151,7 @@ impl Driver {
         let seq = {
             let mut inner = self.lock();
             let sent = self.epoch.elapsed();
-            inner.updates.push(Update { config, hash: None, sent, optional: false });
+            inner.updates.push(Update { config, hash: None, sent, written: None, optional: false });
             inner.updates.len()
         };
         let body = json!({"metadata": {"annotations": {"reloader-bench/touched": seq.to_string()}}});

@@ -6,7 +6,7 @@
 //! plus one quiet second, so late duplicates are counted too.
 
 use std::{
-    collections::{HashMap, HashSet},
+    collections::{BTreeMap, HashMap, HashSet},
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
@@ -168,11 +168,13 @@ async fn run_in(
     tracing::info!(pid = controller.pid(), "controller started; probing for its first reload");
     let ready_at = probe.wait_reload(client, &tracker, &mut controller, opts.ready_timeout).await?;
     let mut startup = vec![ready_at.saturating_duration_since(controller.started).as_secs_f64() * 1000.0];
-    tokio::time::sleep(layout.settle_before).await;
+    // At least half a second: probe updates sent just before the first reload was seen may still reload it.
+    tokio::time::sleep(layout.settle_before.max(Duration::from_millis(500))).await;
 
     let window_start = epoch.elapsed();
     let wall_start = Timestamp::now();
     let _ = controller.sample_now();
+    let plane_start = plane_cpu_ticks(env);
     tracing::info!("updating for {:?}", opts.duration);
     let mut finished_samples = Vec::new();
     let mut downtimes = Vec::new();
@@ -217,6 +219,7 @@ async fn run_in(
     let _ = controller.sample_now();
     let window_end = epoch.elapsed();
     let wall_end = Timestamp::now();
+    let plane_end = plane_cpu_ticks(env);
     finished_samples.push(controller.stop().await);
 
     let mut updates: Vec<Update> = driver.updates();
@@ -236,7 +239,15 @@ async fn run_in(
     let rollouts = stats.rollouts + probe_writes.len();
     let writes_per_reload =
         api.as_ref().and_then(|a| (rollouts > 0).then(|| a.template_writes as f64 / rollouts as f64));
-    let process = procfs::summarize(&finished_samples, window_start, window_end, procfs::clock_ticks_per_second());
+    let ticks = procfs::clock_ticks_per_second();
+    let process = procfs::summarize(&finished_samples, window_start, window_end, ticks);
+    let control_plane_cpu_s = plane_end
+        .iter()
+        .map(|(name, end)| {
+            let start = plane_start.get(name).copied().unwrap_or(*end);
+            (name.clone(), end.saturating_sub(start) as f64 / ticks as f64)
+        })
+        .collect();
     let exact = stats.exact();
     Ok(ScenarioResult {
         scenario: format!("{:?}", layout.id),
@@ -257,7 +268,17 @@ async fn run_in(
         process,
         startup_to_ready_ms: startup,
         failed_writes: driver.failures(),
+        update_rtt: summarize(&driver.update_rtts()),
+        control_plane_cpu_s,
     })
+}
+
+/// CPU ticks of each local control-plane component now.
+fn plane_cpu_ticks(env: &BenchEnv) -> BTreeMap<String, u64> {
+    env.plane_pids()
+        .into_iter()
+        .filter_map(|(name, pid)| Some((name.to_owned(), procfs::sample(pid, Duration::ZERO)?.cpu_ticks)))
+        .collect()
 }
 
 async fn create_objects(client: &kube::Client, layout: &Layout, namespaces: &[String], run: &str) -> Result<(), Error> {
