@@ -89,6 +89,12 @@ pub struct ActionStats {
 }
 
 impl ActionStats {
+    /// Nothing lost or extra: no missed, duplicate, unexpected or unchanged rollouts. Superseded content is
+    /// allowed (the workload still ends on the newest content).
+    pub fn correct(&self) -> bool {
+        self.missed == 0 && self.duplicates == 0 && self.unexpected == 0 && self.rolled_unchanged == 0
+    }
+
     /// Every required pair seen exactly once, nothing extra.
     pub fn exact(&self) -> bool {
         self.observed == self.expected

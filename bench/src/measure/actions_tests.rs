@@ -41,6 +41,10 @@ fn skipped_intermediate_content_is_superseded_and_a_lost_last_update_is_missed()
     assert_eq!(stats.superseded, 1);
     assert_eq!(stats.missed, 1);
     assert!(!stats.exact());
+    assert!(!stats.correct());
+    let (only_superseded, _) = analyze(&updates[..2], &HashMap::new(), &deps, &seen);
+    assert_eq!((only_superseded.superseded, only_superseded.missed), (1, 0));
+    assert!(only_superseded.correct() && !only_superseded.exact());
     assert_eq!(lat, vec![38.0]);
 }
 

@@ -40,7 +40,11 @@ pub fn summary_table(results: &[ScenarioResult]) -> String {
             a.superseded,
             a.missed,
             a.duplicates + a.unexpected + a.rolled_unchanged,
-            if r.exact { "yes" } else { "**no**" },
+            match (r.exact, r.correct) {
+                (true, _) => "yes",
+                (false, true) => "no (superseded)",
+                (false, false) => "**no**",
+            },
             cell(r.latency.p50_ms),
             cell(r.latency.p99_ms),
             cell(r.writes_per_reload),
@@ -120,6 +124,7 @@ mod tests {
             command: format!("bin --{controller}"),
             actions: ActionStats { updates: 4, expected: 4, observed, ..Default::default() },
             exact: observed == 4,
+            correct: observed == 4,
             latency: crate::measure::stats::summarize(&[p50]),
             startup_to_ready_ms: vec![1500.0],
             ..Default::default()

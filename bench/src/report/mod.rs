@@ -32,8 +32,10 @@ pub struct ScenarioResult {
     pub workloads: usize,
     /// Expected vs observed reloads.
     pub actions: ActionStats,
-    /// `actions.exact()`.
+    /// `actions.exact()`: every expected reload seen once, nothing extra.
     pub exact: bool,
+    /// `actions.correct()`: nothing missed or extra; skipping superseded content allowed.
+    pub correct: bool,
     /// Update sent → template change seen, for required reloads.
     pub latency: LatencySummary,
     /// The samples behind `latency` (ms), for plots.

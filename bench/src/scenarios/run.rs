@@ -248,7 +248,7 @@ async fn run_in(
             (name.clone(), end.saturating_sub(start) as f64 / ticks as f64)
         })
         .collect();
-    let exact = stats.exact();
+    let (exact, correct) = (stats.exact(), stats.correct());
     Ok(ScenarioResult {
         scenario: format!("{:?}", layout.id),
         title: layout.title.clone(),
@@ -262,6 +262,7 @@ async fn run_in(
         latencies_ms: latencies,
         actions: stats,
         exact,
+        correct,
         pause_cycles: tracker.pause_cycles(),
         api,
         writes_per_reload,
