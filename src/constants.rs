@@ -58,3 +58,8 @@ pub const SECRET_FIELD_SELECTOR: &str = "type!=helm.sh/release.v1";
 
 /// Value that turns an annotation on (compared exactly, as upstream does for `ignore`, `match`, `search`).
 pub const TRUE: &str = "true";
+
+/// Page size of the initial ConfigMap/Secret lists. kube's default (500, client-go's) holds 500 full objects —
+/// their data included — plus the page's JSON at once per stream; with 4 KiB objects that is several MiB the
+/// allocator keeps after the sync. 100 objects per page bounds that buffer (BENCHMARKS.md, M1).
+pub const CONFIG_LIST_PAGE_SIZE: u32 = 100;

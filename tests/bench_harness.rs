@@ -28,6 +28,7 @@ async fn bench_accounts_for_every_reload_of_a_small_burst_exactly() {
         scope_single_namespace: true,
         settle_timeout: Duration::from_secs(20),
         ready_timeout: Duration::from_secs(60),
+        wait_for_cleanup: false,
     };
     let r = run(&env, &layout, &spec, &opts).await.expect("scenario runs");
     let a = &r.actions;
@@ -37,7 +38,7 @@ async fn bench_accounts_for_every_reload_of_a_small_burst_exactly() {
     assert_eq!(a.observed, a.expected, "{a:?}");
     assert_eq!((a.superseded, a.missed, a.duplicates, a.unexpected, a.rolled_unchanged), (0, 0, 0, 0, 0), "{a:?}");
     assert_eq!(a.rollouts, a.observed, "one template change per reload: {a:?}");
-    assert!(r.exact);
+    assert!(r.exact && r.correct);
     assert_eq!(r.latency.count, a.observed);
     assert_eq!(r.failed_writes, 0);
     // No audit log on an external cluster: API counts are reported as unavailable, not as zeros.

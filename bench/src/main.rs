@@ -115,9 +115,11 @@ async fn main_async(args: Args) -> anyhow::Result<bool> {
         controllers.push(ControllerSpec::parse(&args.baseline_label, cmd)?);
     }
     for c in &controllers {
+        // A bare name (`env`) is looked up in PATH by the OS; a path must exist.
+        let is_path = c.program.components().count() > 1;
         anyhow::ensure!(
-            c.program.exists(),
-            "{} does not exist (build it first, e.g. cargo build --release)",
+            !is_path || c.program.exists(),
+            "{} does not exist (build it first: make bench-build)",
             c.program.display()
         );
     }
@@ -131,6 +133,7 @@ async fn main_async(args: Args) -> anyhow::Result<bool> {
         scope_single_namespace: args.scope_namespace,
         settle_timeout: args.settle_timeout,
         ready_timeout: Duration::from_secs(180),
+        wait_for_cleanup: true,
     };
     let mut report = Report {
         command: std::env::args().collect::<Vec<_>>().join(" "),
@@ -139,9 +142,14 @@ async fn main_async(args: Args) -> anyhow::Result<bool> {
         results: Vec::new(),
         failures: Vec::new(),
     };
+    let runs = ids.len() * controllers.len();
+    let mut done = 0;
     for id in ids {
         let layout = scenarios::layout(id);
         for c in &controllers {
+            done += 1;
+            // Big scenarios leave much to delete: wait for it unless nothing runs after.
+            let opts = RunOptions { wait_for_cleanup: done < runs, ..opts.clone() };
             tracing::info!("=== {id:?} with {} ===", c.label);
             match run(&env, &layout, c, &opts).await {
                 Ok(r) => {

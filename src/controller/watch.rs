@@ -23,7 +23,7 @@ use serde::de::DeserializeOwned;
 use crate::{
     annotations::AnnotationKeys,
     config::WatchScope,
-    constants::{SECRET_FIELD_SELECTOR, TRUE},
+    constants::{CONFIG_LIST_PAGE_SIZE, SECRET_FIELD_SELECTOR, TRUE},
     csi::{SecretProviderClass, SecretProviderClassPodStatus},
     hash,
     index::{ConfigFacts, ConfigKey},
@@ -140,7 +140,7 @@ pub fn add_sources(
         WatchScope::All => vec![None],
         WatchScope::Namespaces(list) => list.iter().cloned().map(Some).collect(),
     };
-    let mut configs_cfg = watcher::Config::default();
+    let mut configs_cfg = watcher::Config::default().page_size(CONFIG_LIST_PAGE_SIZE);
     if let Some(sel) = &plan.resource_label_selector {
         configs_cfg = configs_cfg.labels(sel);
     }
