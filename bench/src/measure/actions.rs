@@ -28,8 +28,11 @@ pub struct Update {
     pub config: usize,
     /// Hash of the new content; `None` for metadata-only writes (S4), which must cause nothing.
     pub hash: Option<String>,
-    /// When the write request was sent (orders updates of one resource).
+    /// When the write request was sent.
     pub sent: Duration,
+    /// Commit order among updates of one resource: the `resourceVersion` the API server returned. Concurrent
+    /// writers (S7) can be committed in another order than they were sent, so send times cannot order them.
+    pub order: u64,
     /// When the API server acknowledged the write: the latency's start. `None` until then (or if it failed).
     pub written: Option<Duration>,
     /// Replaced by a later update of the same resource while the controller was down: it cannot be applied
@@ -164,7 +167,7 @@ pub fn analyze(
         let u = &updates[ui];
         let later_seen = seen_pairs
             .iter()
-            .any(|&(sw, sui)| sw == w && updates[sui].config == u.config && updates[sui].sent > u.sent);
+            .any(|&(sw, sui)| sw == w && updates[sui].config == u.config && updates[sui].order > u.order);
         if later_seen {
             stats.superseded += 1;
         } else {
@@ -179,10 +182,14 @@ pub fn analyze(
 /// `downtimes` (start, end) except the last one of that window is optional.
 pub fn mark_downtime_superseded(updates: &mut [Update], downtimes: &[(Duration, Duration)]) {
     for &(start, end) in downtimes {
+        // Last committed update of each resource in the window.
         let mut last_in_window: HashMap<usize, usize> = HashMap::new();
         for (i, u) in updates.iter().enumerate() {
             if u.hash.is_some() && start <= u.sent && u.sent <= end {
-                last_in_window.insert(u.config, i);
+                let last = last_in_window.entry(u.config).or_insert(i);
+                if updates[*last].order < u.order {
+                    *last = i;
+                }
             }
         }
         for (i, u) in updates.iter_mut().enumerate() {

@@ -6,7 +6,14 @@ fn ms(v: u64) -> Duration {
 
 fn upd(config: usize, hash: &str, sent: u64) -> Update {
     // Acknowledged 2 ms after sending: latencies start there.
-    Update { config, hash: Some(hash.into()), sent: ms(sent), written: Some(ms(sent + 2)), optional: false }
+    Update {
+        config,
+        hash: Some(hash.into()),
+        sent: ms(sent),
+        written: Some(ms(sent + 2)),
+        order: sent,
+        optional: false,
+    }
 }
 
 fn dep(workload: usize, config: usize) -> Dependency {
@@ -80,7 +87,7 @@ fn repeats_foreign_hashes_and_creation_content_are_counted_apart() {
 
 #[test]
 fn metadata_only_updates_expect_nothing() {
-    let updates = vec![Update { config: 0, hash: None, sent: ms(10), written: None, optional: false }; 3];
+    let updates = vec![Update { config: 0, hash: None, sent: ms(10), written: None, order: 0, optional: false }; 3];
     let (stats, lat) = analyze(&updates, &HashMap::new(), &[dep(0, 0)], &[]);
     assert_eq!(stats, ActionStats { updates: 3, ..ActionStats::default() });
     assert!(stats.exact());
@@ -127,4 +134,16 @@ fn downtime_keeps_only_the_last_update_per_resource_required() {
     let (stats, _) = analyze(&updates, &HashMap::new(), &deps, &seen);
     assert_eq!(stats.expected, 4);
     assert!(stats.exact(), "{stats:?}");
+}
+
+#[test]
+fn commit_order_not_send_order_decides_what_superseded_what() {
+    // Two concurrent writers: a2 was sent later but committed first, so a1 is the resource's final content.
+    let mut a1 = upd(0, "a1", 100);
+    let mut a2 = upd(0, "a2", 101);
+    (a1.order, a2.order) = (20, 10);
+    let deps = [dep(0, 0)];
+    let (stats, _) = analyze(&[a1, a2], &HashMap::new(), &deps, &[obs(0, "a1", 150, 1)]);
+    assert_eq!((stats.expected, stats.observed, stats.superseded, stats.missed), (2, 1, 1, 0));
+    assert!(stats.correct());
 }

@@ -49,8 +49,9 @@ pub struct Record {
     pub code: u16,
     /// When the API server received it.
     pub received: Timestamp,
-    /// For workload writes: whether the body touches `spec` (a pod-template write).
-    pub touches_spec: bool,
+    /// For workload writes: whether the body touches `spec.template` (a pod-template write; a pause or
+    /// resume touches only `spec.paused`).
+    pub touches_template: bool,
 }
 
 /// Parses one line of a JSON audit log; `None` for lines that are not audit events.
@@ -62,7 +63,7 @@ pub fn parse_line(line: &str) -> Option<Record> {
     if !sub.is_empty() {
         resource = format!("{resource}/{sub}");
     }
-    let touches_spec = v.pointer("/requestObject/spec").is_some();
+    let touches_template = v.pointer("/requestObject/spec/template").is_some();
     Some(Record {
         audit_id: v.get("auditID")?.as_str()?.to_owned(),
         verb: v.get("verb")?.as_str()?.to_owned(),
@@ -70,7 +71,7 @@ pub fn parse_line(line: &str) -> Option<Record> {
         user: str_at("/user/username"),
         code: v.pointer("/responseStatus/code").and_then(serde_json::Value::as_u64).unwrap_or(0) as u16,
         received: str_at("/requestReceivedTimestamp").parse().ok()?,
-        touches_spec,
+        touches_template,
     })
 }
 
@@ -85,7 +86,7 @@ pub struct ApiCounts {
     pub by_verb_resource: BTreeMap<String, u64>,
     /// Pod-template writes to workloads (the reloads themselves).
     pub template_writes: u64,
-    /// Workload writes that touch metadata only (e.g. our `applied-hashes` record, pause bookkeeping).
+    /// Workload writes that leave the pod template alone (our `applied-hashes` record, pause/resume).
     pub metadata_writes: u64,
     /// Event objects written (`events`, core or events.k8s.io).
     pub event_writes: u64,
@@ -124,7 +125,7 @@ pub fn summarize<'a>(
         match r.verb.as_str() {
             "get" | "list" => c.reads += 1,
             // NB: an `update` (PUT) carries the whole object; upstream uses it only for kinds it cannot patch.
-            "patch" | "update" if workload && (r.touches_spec || r.verb == "update") => c.template_writes += 1,
+            "patch" | "update" if workload && (r.touches_template || r.verb == "update") => c.template_writes += 1,
             "patch" | "update" if workload => c.metadata_writes += 1,
             v if is_write(v) && r.resource == "events" => c.event_writes += 1,
             v if is_write(v) => c.other_writes += 1,
@@ -153,14 +154,22 @@ mod tests {
 
     #[test]
     fn parses_the_fields_it_counts() {
-        let l = line("id1", "patch", "deployments", "bench", "2026-12-02T10:00:00.123456Z", 200, r#"{"spec":{}}"#);
+        let l = line(
+            "id1",
+            "patch",
+            "deployments",
+            "bench",
+            "2026-12-02T10:00:00.123456Z",
+            200,
+            r#"{"spec":{"template":{}}}"#,
+        );
         let r = parse_line(&l).expect("parses");
         assert_eq!(r.audit_id, "id1");
         assert_eq!(r.verb, "patch");
         assert_eq!(r.resource, "deployments");
         assert_eq!(r.user, "bench");
         assert_eq!(r.code, 200);
-        assert!(r.touches_spec);
+        assert!(r.touches_template);
         assert_eq!(r.received, "2026-12-02T10:00:00.123456Z".parse::<Timestamp>().expect("ts"));
         assert_eq!(parse_line("not json"), None);
         assert_eq!(parse_line("{}"), None);
@@ -173,6 +182,7 @@ mod tests {
             line("1", "patch", "deployments", "bench", &t(1), 200, r#"{"spec":{"template":{}}}"#),
             line("1", "patch", "deployments", "bench", &t(1), 200, r#"{"spec":{"template":{}}}"#), // same request
             line("2", "patch", "deployments", "bench", &t(2), 200, r#"{"metadata":{"annotations":{}}}"#),
+            line("2b", "patch", "deployments", "bench", &t(2), 200, r#"{"spec":{"paused":false}}"#), // resume
             line("3", "create", "events", "bench", &t(3), 201, ""),
             line("4", "list", "configmaps", "bench", &t(4), 200, ""),
             line("5", "get", "deployments", "bench", &t(5), 404, ""),
@@ -184,14 +194,14 @@ mod tests {
         ];
         let records: Vec<Record> = lines.iter().filter_map(|l| parse_line(l)).collect();
         let c = summarize(&records, "bench", t(0).parse().expect("ts"), t(30).parse().expect("ts"));
-        assert_eq!(c.total, 8);
+        assert_eq!(c.total, 9);
         assert_eq!(c.template_writes, 2);
-        assert_eq!(c.metadata_writes, 1);
+        assert_eq!(c.metadata_writes, 2);
         assert_eq!(c.event_writes, 1);
         assert_eq!(c.other_writes, 1);
         assert_eq!(c.reads, 2);
         assert_eq!(c.errors, 2);
-        assert_eq!(c.by_verb.get("patch"), Some(&2));
+        assert_eq!(c.by_verb.get("patch"), Some(&3));
         assert_eq!(c.by_verb.get("watch"), Some(&1));
         assert_eq!(c.by_verb_resource.get("list configmaps"), Some(&1));
     }

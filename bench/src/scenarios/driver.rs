@@ -124,22 +124,33 @@ impl Driver {
             let data = objects::content(def, ns, inner.seqs[config]);
             let hash = hash_data(&data);
             let sent = self.epoch.elapsed();
-            inner.updates.push(Update { config, hash: Some(hash.clone()), sent, written: None, optional: false });
+            inner.updates.push(Update {
+                config,
+                hash: Some(hash.clone()),
+                sent,
+                written: None,
+                order: 0,
+                optional: false,
+            });
             (inner.updates.len() - 1, data, hash)
         };
         // Only `value` changes; the padding is already there.
         let value = data.get("value").cloned().unwrap_or_default();
         let sent = Instant::now();
-        if let Err(e) = self.patch(def, ns, json!({"data": {"value": encode(def.kind, &value)}})).await {
-            tracing::warn!("{e}");
-            let mut inner = self.lock();
-            inner.failures += 1;
-            inner.updates[idx].hash = None;
-            return None;
-        }
+        let order = match self.patch(def, ns, json!({"data": {"value": encode(def.kind, &value)}})).await {
+            Ok(rv) => rv,
+            Err(e) => {
+                tracing::warn!("{e}");
+                let mut inner = self.lock();
+                inner.failures += 1;
+                inner.updates[idx].hash = None;
+                return None;
+            }
+        };
         let mut inner = self.lock();
         inner.rtts.push(sent.elapsed().as_secs_f64() * 1000.0);
         inner.updates[idx].written = Some(self.epoch.elapsed());
+        inner.updates[idx].order = order;
         drop(inner);
         Some(hash)
     }
@@ -151,7 +162,7 @@ impl Driver {
         let seq = {
             let mut inner = self.lock();
             let sent = self.epoch.elapsed();
-            inner.updates.push(Update { config, hash: None, sent, written: None, optional: false });
+            inner.updates.push(Update { config, hash: None, sent, written: None, order: 0, optional: false });
             inner.updates.len()
         };
         let body = json!({"metadata": {"annotations": {"reloader-bench/touched": seq.to_string()}}});
@@ -161,20 +172,22 @@ impl Driver {
         }
     }
 
-    async fn patch(&self, def: &ConfigDef, ns: &str, body: serde_json::Value) -> Result<(), Error> {
+    /// Merge-patches the resource; returns the `resourceVersion` it got (0 if unreadable), the commit order.
+    async fn patch(&self, def: &ConfigDef, ns: &str, body: serde_json::Value) -> Result<u64, Error> {
         let pp = PatchParams::default();
         let what = || format!("update {:?} {ns}/{}", def.kind, def.name);
-        match def.kind {
+        let rv = match def.kind {
             ConfigKind::ConfigMap => Api::<ConfigMap>::namespaced(self.client.clone(), ns)
                 .patch(&def.name, &pp, &Patch::Merge(body))
                 .await
-                .map(|_| ()),
+                .map(|o| o.metadata.resource_version),
             ConfigKind::Secret => Api::<Secret>::namespaced(self.client.clone(), ns)
                 .patch(&def.name, &pp, &Patch::Merge(body))
                 .await
-                .map(|_| ()),
+                .map(|o| o.metadata.resource_version),
         }
-        .map_err(|e| Error::kube(what(), e))
+        .map_err(|e| Error::kube(what(), e))?;
+        Ok(rv.and_then(|v| v.parse().ok()).unwrap_or(0))
     }
 
     fn pick(&self, targets: &[usize]) -> Option<usize> {
