@@ -8,9 +8,9 @@ ARGS    ?=
 # Integration tests wait on the cluster, not the CPU: run many at once.
 TEST_THREADS ?= 8
 
-.PHONY: test run lint testenv-binaries build
+.PHONY: test run lint testenv-binaries build release manifests
 
-test: lint build
+test: lint build release
 	$(TESTENV) build >/dev/null
 	$(TESTENV) run --name test -- $(CARGO) test --workspace --all-targets -- --test-threads=$(TEST_THREADS)
 
@@ -20,6 +20,14 @@ lint:
 
 build:
 	$(CARGO) build --workspace --all-targets
+
+# The binary the container image ships (see Dockerfile).
+release:
+	$(CARGO) build --release --locked --bin reloader
+
+# Regenerate deploy/kubernetes/reloader.yaml and the chart's golden files from deploy/helm/reloader.
+manifests: build
+	HELM="$$($(TESTENV) build)/helm" deploy/render.sh
 
 run: build
 	$(TESTENV) run --name run -- ./target/debug/reloader $(ARGS)
