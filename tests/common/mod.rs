@@ -4,6 +4,7 @@
 #![allow(dead_code)] // each test binary uses a different subset
 
 mod binary;
+pub mod chart;
 mod receiver;
 
 pub use binary::Reloader;

@@ -34,6 +34,20 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service | quote }}
 {{- end -}}
 
+{{/* The chart's labels merged with user label maps (dict "root" . "extra" (list …)): a user's label replaces the
+chart's label of the same key (e.g. a ServiceMonitor's `release: prometheus`), except the selector labels of
+the Deployment and its pods ("selectorWins" true), which must keep matching. */}}
+{{- define "reloader-labels" -}}
+{{- $labels := fromYaml (include "reloader-labels.chart" .root) -}}
+{{- range .extra -}}
+{{- $labels = merge (deepCopy (. | default dict)) $labels -}}
+{{- end -}}
+{{- if .selectorWins -}}
+{{- $labels = merge (fromYaml (include "reloader-selector" .root)) $labels -}}
+{{- end -}}
+{{- toYaml $labels -}}
+{{- end -}}
+
 {{- define "reloader-serviceAccountName" -}}
 {{- if .Values.reloader.serviceAccount.create -}}
 {{ default (include "reloader-fullname" .) .Values.reloader.serviceAccount.name }}
