@@ -5,6 +5,8 @@
 
 mod binary;
 pub mod chart;
+pub mod csi;
+pub mod custom;
 mod receiver;
 
 pub use binary::Reloader;
