@@ -186,17 +186,23 @@ fn rbac_follows_the_enabled_features() {
 }
 
 #[tokio::test]
-async fn helm_install_into_the_cluster_succeeds() {
+async fn helm_install_into_the_cluster_succeeds_with_default_and_ha_values() {
     let ns = TestNamespace::create("helm").await;
-    let release = ns.name.clone();
     let chart = chart_dir().display().to_string();
-    helm(&["install", &release, &chart, "--namespace", &ns.name, "--wait", "--timeout", "120s"]);
-    let deployment = ns.api::<Deployment>().get(&format!("{release}-reloader")).await.expect("deployment");
-    let available = deployment.status.and_then(|s| s.available_replicas).unwrap_or_default();
-    assert_eq!(available, 1, "the chart's Deployment is available");
-    let status = helm(&["status", &release, "--namespace", &ns.name]);
-    assert!(status.contains("STATUS: deployed"), "{status}");
-    helm(&["uninstall", &release, "--namespace", &ns.name, "--wait"]);
+    let ha_values = values_file("ha");
+    for (release, replicas, extra) in
+        [(ns.name.clone(), 1, vec![]), (format!("{}-ha", ns.name), 3, vec!["--values", &ha_values])]
+    {
+        let mut args = vec!["install", &release, &chart, "--namespace", &ns.name, "--wait", "--timeout", "120s"];
+        args.extend(extra);
+        helm(&args);
+        let deployment = ns.api::<Deployment>().get(&format!("{release}-reloader")).await.expect("deployment");
+        let available = deployment.status.and_then(|s| s.available_replicas).unwrap_or_default();
+        assert_eq!(available, replicas, "{release}: the chart's Deployment is available");
+        let status = helm(&["status", &release, "--namespace", &ns.name]);
+        assert!(status.contains("STATUS: deployed"), "{status}");
+        helm(&["uninstall", &release, "--namespace", &ns.name, "--wait"]);
+    }
 }
 
 #[tokio::test]
