@@ -1,7 +1,7 @@
 //! Secrets Store CSI integration with real CRDs: SecretProviderClass and SecretProviderClassPodStatus objects
 //! are written the way the CSI driver writes them; a change of mounted versions reloads the workloads that
 //! mount the class — not other auto workloads (unlike upstream v2), not when the class is ignored, and not
-//! silenced by a resource label selector (unlike upstream v1).
+//! silenced by a resource label selector (unlike upstream v1); the annotations strategy records the class.
 
 mod common;
 
@@ -86,4 +86,38 @@ async fn mounted_version_changes_reload_the_workloads_that_mount_the_class() {
     Kind::Deployment.stays_at_revisions(&ns, "unmounted", 1).await;
     Kind::Deployment.stays_at_revisions(&ns, "ignored", 1).await;
     Kind::Deployment.stays_at_revisions(&ns, "excluded", 1).await;
+}
+
+#[tokio::test]
+async fn with_the_annotations_strategy_a_rotation_writes_last_reloaded_from() {
+    let ns = TestNamespace::create("csi-annot").await;
+    install_crd(&ns.client, SPC_CRD).await;
+    install_crd(&ns.client, SPCPS_CRD).await;
+    create_class(&ns, "vault-db", json!({})).await;
+    Kind::Deployment
+        .create(&ns, "web", json!({"reloader.stakater.com/auto": "true"}), json!({}), mounts("vault-db"))
+        .await;
+    wait_for("pods of web", RELOAD_WAIT, || async {
+        let pods = ns.api::<Pod>().list(&ListParams::default().labels("app=web")).await.map_err(|e| e.to_string())?;
+        if pods.items.is_empty() { Err("none".to_owned()) } else { Ok(()) }
+    })
+    .await;
+    write_pod_statuses(&ns, "web", "vault-db", "1").await;
+    let _reloader = Reloader::start(&ns.name, &["--enable-csi-integration", "--reload-strategy=annotations"]).await;
+
+    write_pod_statuses(&ns, "web", "vault-db", "2").await;
+    Kind::Deployment.wait_revisions(&ns, "web", 2).await;
+    let template = Kind::Deployment.template(&ns, "web").await;
+    let text = template
+        .metadata
+        .and_then(|m| m.annotations)
+        .and_then(|a| a.get("reloader.stakater.com/last-reloaded-from").cloned())
+        .expect("last-reloaded-from written");
+    let value: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(value["type"], "SECRETPROVIDERCLASS");
+    assert_eq!(value["name"], "vault-db");
+    assert_eq!(value["namespace"], ns.name.as_str());
+    assert_eq!(value["hash"], spc_hash("vault-db", "2").as_str());
+    assert_eq!(value["containerRefs"], json!(["app"]));
+    assert_eq!(Kind::Deployment.env(&ns, "web", "app", "STAKATER_VAULT_DB_SECRETPROVIDERCLASS").await, None);
 }
