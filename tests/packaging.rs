@@ -155,25 +155,11 @@ fn rbac_follows_the_enabled_features() {
         no_jobs.contains(&json!({"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["create"]})),
         "{no_jobs:?}"
     );
-    let neither = rules(&[
-        "--set",
-        "reloader.ignoreJobs=true",
-        "--set",
-        "reloader.ignoreCronJobs=true",
-        "--set",
-        "reloader.ignoreSecrets=true",
-    ]);
+    let neither =
+        rules(&["--set", "reloader.ignoreJobs=true,reloader.ignoreCronJobs=true,reloader.ignoreSecrets=true"]);
     assert_eq!(resources(&neither), ["configmaps", "deployments", "daemonsets", "statefulsets", "events"]);
-    let all = rules(&[
-        "--set",
-        "reloader.isArgoRollouts=true",
-        "--set",
-        "reloader.isOpenshift=true",
-        "--set",
-        "reloader.enableCSIIntegration=true",
-        "--set",
-        "reloader.namespaceSelector=a=b",
-    ]);
+    let features = "reloader.isArgoRollouts=true,reloader.isOpenshift=true,reloader.enableCSIIntegration=true";
+    let all = rules(&["--set", features, "--set", "reloader.namespaceSelector=a=b"]);
     for r in ["namespaces", "rollouts", "deploymentconfigs", "secretproviderclasspodstatuses", "secretproviderclasses"]
     {
         assert!(resources(&all).iter().any(|x| x == r), "{r} missing: {all:?}");

@@ -22,15 +22,9 @@ use kube::{
 use serde_json::{Value, json};
 
 /// Every feature that brings RBAC of its own.
-const FEATURES: [&str; 8] = [
+const FEATURES: [&str; 2] = [
     "--set",
-    "reloader.isArgoRollouts=true",
-    "--set",
-    "reloader.isOpenshift=true",
-    "--set",
-    "reloader.enableCSIIntegration=true",
-    "--set",
-    "reloader.enableHA=true",
+    "reloader.isArgoRollouts=true,reloader.isOpenshift=true,reloader.enableCSIIntegration=true,reloader.enableHA=true",
 ];
 /// How long the controller may take to sync its watches, and then to perform every reload.
 const SYNC_WAIT: Duration = Duration::from_secs(20);
@@ -49,7 +43,7 @@ struct RuleRef {
 }
 
 /// Ignoring Secrets and Jobs: their rules go, except `jobs: create` for CronJob reloads.
-const IGNORING: [&str; 4] = ["--set", "reloader.ignoreSecrets=true", "--set", "reloader.ignoreJobs=true"];
+const IGNORING: [&str; 2] = ["--set", "reloader.ignoreSecrets=true,reloader.ignoreJobs=true"];
 
 /// Which chart configuration a case runs.
 #[derive(Clone, Copy, Debug)]
