@@ -68,27 +68,13 @@ mod tests {
     use crate::{
         hash::ContentHash,
         resource::ConfigKind,
-        strategy::{ReloadStrategy, TemplateChange},
+        workload::test_support::{change, env_write},
     };
 
     #[test]
     fn the_manual_job_has_upstreams_shape_and_keeps_unknown_template_fields() {
-        let changes = [TemplateChange {
-            kind: ConfigKind::Secret,
-            name: "db".into(),
-            namespace: "ns".into(),
-            hash: ContentHash::NONE,
-            container: "main".into(),
-            deleted: false,
-        }];
-        let w = WorkloadWrite {
-            strategy: ReloadStrategy::EnvVars,
-            changes: &changes,
-            now_unix: 0,
-            applied_hashes: None,
-            pause: None,
-            restart: false,
-        };
+        let changes = [change(ConfigKind::Secret, "db", "main")];
+        let w = env_write(&changes, None);
         let cronjob = json!({
             "metadata": {"name": "nightly", "namespace": "ns", "uid": "cj-uid", "annotations": {"reloader.stakater.com/auto": "true"}},
             "spec": {"schedule": "0 0 * * *", "jobTemplate": {

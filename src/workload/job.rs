@@ -100,26 +100,16 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::{hash::ContentHash, resource::ConfigKind, strategy::ReloadStrategy, strategy::TemplateChange};
+    use crate::{
+        hash::ContentHash,
+        resource::ConfigKind,
+        workload::test_support::{change, env_write},
+    };
 
     #[test]
     fn a_recreated_job_keeps_unknown_fields_and_drops_what_the_server_set() {
-        let changes = [TemplateChange {
-            kind: ConfigKind::ConfigMap,
-            name: "cfg".into(),
-            namespace: "ns".into(),
-            hash: ContentHash::NONE,
-            container: "main".into(),
-            deleted: false,
-        }];
-        let w = WorkloadWrite {
-            strategy: ReloadStrategy::EnvVars,
-            changes: &changes,
-            now_unix: 0,
-            applied_hashes: Some("{\"ConfigMap/cfg\":\"x\"}".into()),
-            pause: None,
-            restart: false,
-        };
+        let changes = [change(ConfigKind::ConfigMap, "cfg", "main")];
+        let w = env_write(&changes, Some("{\"ConfigMap/cfg\":\"x\"}"));
         let old = json!({
             "apiVersion": "batch/v1", "kind": "Job",
             "metadata": {"name": "migrate", "namespace": "ns", "uid": "u", "resourceVersion": "7", "generation": 1,
@@ -148,14 +138,7 @@ mod tests {
 
     #[test]
     fn a_manual_selector_and_its_labels_are_kept() {
-        let w = WorkloadWrite {
-            strategy: ReloadStrategy::EnvVars,
-            changes: &[],
-            now_unix: 0,
-            applied_hashes: None,
-            pause: None,
-            restart: false,
-        };
+        let w = env_write(&[], None);
         let old = json!({"metadata": {"name": "j", "labels": {"job-name": "j"}},
                          "spec": {"manualSelector": true, "selector": {"matchLabels": {"job-name": "j"}}, "template": {}}});
         assert_eq!(recreated(old.clone(), &w), old);
