@@ -58,3 +58,13 @@ pub const SECRET_FIELD_SELECTOR: &str = "type!=helm.sh/release.v1";
 
 /// Value that turns an annotation on (compared exactly, as upstream does for `ignore`, `match`, `search`).
 pub const TRUE: &str = "true";
+
+/// upstream v1 `pkg/common/metainfo.go`: the ConfigMap describing the running controller.
+pub mod meta_info {
+    /// Its name.
+    pub const CONFIGMAP_NAME: &str = "reloader-meta-info";
+    /// Its label `(key, value)`.
+    pub const LABEL: (&str, &str) = ("reloader.stakater.com/meta-info", "reloader");
+    /// `buildInfo.edition`.
+    pub const EDITION: &str = "oss";
+}

@@ -168,7 +168,7 @@ fn rbac_follows_the_enabled_features() {
     let ha = template("r", "ns", &["--set", "reloader.enableHA=true"]);
     let lease_role = find(&ha, "Role", Some("r-reloader-leader-election"));
     assert_eq!(lease_role["metadata"]["namespace"], "ns");
-    assert!(!template("r", "ns", &[]).iter().any(|o| o["kind"] == "Role"));
+    assert!(!template("r", "ns", &[]).iter().any(|o| o["metadata"]["name"] == "r-reloader-leader-election"));
 }
 
 #[tokio::test]

@@ -12,7 +12,7 @@ use std::time::Duration;
 use common::{chart::*, csi::*, custom::*, *};
 use k8s_openapi::api::{
     batch::v1::{CronJob, Job},
-    core::v1::{Namespace, Pod},
+    core::v1::{ConfigMap, Namespace, Pod},
     events::v1::Event,
 };
 use kube::{
@@ -169,6 +169,9 @@ async fn missing_reloads(ns: &TestNamespace, full: bool, old_job_uid: &str) -> V
     }
     if full && Kind::Deployment.revisions(ns, "csi").await < 2 {
         missing.push("CSI reload".into());
+    }
+    if api::<ConfigMap>(ns).get_opt("reloader-meta-info").await.ok().flatten().is_none() {
+        missing.push("the meta-info ConfigMap".into());
     }
     let events = api::<Event>(ns).list(&ListParams::default()).await.map(|l| l.items).unwrap_or_default();
     if !events.iter().any(|e| {
