@@ -1,7 +1,7 @@
 //! Packaging, with the real helm and kubectl against the test control plane: the chart lints, renders the
 //! golden files (default values, an upstream user's values file, namespaced, scoped and HA), refuses the values
 //! upstream's chart turned into broken installs, installs; the static manifests are current and, applied with
-//! `kubectl apply -k`, give the controller what it needs to reload.
+//! `kubectl apply -k`, give the controller what it needs to reload, and work as a kustomize base.
 
 mod common;
 
@@ -225,4 +225,24 @@ async fn kustomize_manifests_apply_and_their_rbac_reloads() {
     Kind::Deployment.wait_revisions(&ns, "app", 2).await;
     drop(reloader);
     let _ = run(&tool("kubectl"), &["delete", "-k", &dir, "--wait=false"]);
+}
+
+#[test]
+fn the_kustomization_works_as_a_base_with_another_namespace() {
+    // kustomize only accepts bases by relative path: the overlay lives under target/.
+    let overlay = repo().join("target/kustomize-overlay-test");
+    std::fs::create_dir_all(&overlay).expect("overlay dir");
+    std::fs::write(
+        overlay.join("kustomization.yaml"),
+        "resources:\n  - ../../deploy/kubernetes\nnamespace: platform\n",
+    )
+    .expect("overlay");
+    let built =
+        run(&tool("kubectl"), &["kustomize", overlay.to_str().unwrap_or_default()]).unwrap_or_else(|e| panic!("{e}"));
+    let objects = parse_documents(&built);
+    assert_eq!(find(&objects, "Namespace", None)["metadata"]["name"], "platform");
+    assert_eq!(find(&objects, "Deployment", Some("reloader"))["metadata"]["namespace"], "platform");
+    for binding in ["ClusterRoleBinding", "RoleBinding"] {
+        assert_eq!(find(&objects, binding, None)["subjects"][0]["namespace"], "platform", "{binding}");
+    }
 }
