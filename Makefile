@@ -13,9 +13,9 @@ BENCH_ARGS ?=
 BENCH_OURS := target/release/reloader --coalesce-window=0s --metrics-addr=127.0.0.1:0
 BENCH_COALESCING := target/release/reloader --coalesce-window=1s --metrics-addr=127.0.0.1:0
 
-.PHONY: test run lint testenv-binaries build bench bench-quick bench-build
+.PHONY: test run lint testenv-binaries build release manifests bench bench-quick bench-build
 
-test: lint build
+test: lint build release
 	$(TESTENV) build >/dev/null
 	$(TESTENV) run --name test -- $(CARGO) test --workspace --all-targets -- --test-threads=$(TEST_THREADS)
 
@@ -25,6 +25,14 @@ lint:
 
 build:
 	$(CARGO) build --workspace --all-targets
+
+# The binary the container image ships (see Dockerfile).
+release:
+	$(CARGO) build --release --locked --bin reloader
+
+# Regenerate deploy/kubernetes/reloader.yaml and the chart's golden files from deploy/helm/reloader.
+manifests: build
+	HELM="$$($(TESTENV) build)/helm" deploy/render.sh
 
 run: build
 	$(TESTENV) run --name run -- ./target/debug/reloader $(ARGS)

@@ -63,3 +63,13 @@ pub const TRUE: &str = "true";
 /// their data included — plus the page's JSON at once per stream; with 4 KiB objects that is several MiB the
 /// allocator keeps after the sync. 100 objects per page bounds that buffer (BENCHMARKS.md, M1).
 pub const CONFIG_LIST_PAGE_SIZE: u32 = 100;
+
+/// upstream v1 `pkg/common/metainfo.go`: the ConfigMap describing the running controller.
+pub mod meta_info {
+    /// Its name.
+    pub const CONFIGMAP_NAME: &str = "reloader-meta-info";
+    /// Its label `(key, value)`.
+    pub const LABEL: (&str, &str) = ("reloader.stakater.com/meta-info", "reloader");
+    /// `buildInfo.edition`.
+    pub const EDITION: &str = "oss";
+}

@@ -48,6 +48,7 @@ pub mod hash;
 pub mod http;
 pub mod index;
 pub mod leader;
+pub mod metainfo;
 pub mod metrics;
 pub mod pause;
 pub mod references;

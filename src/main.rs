@@ -66,6 +66,7 @@ async fn run(args: Args, settings: Settings, election: Option<LeaderElection>) -
         tracing::info!(address = %bound, "serving health endpoints on {bound}");
     }
     let client = reloader::client::counted_client(metrics.rest_requests.clone()).await?;
+    reloader::metainfo::publish(&client, &args).await;
     let signals = shutdown.clone();
     tokio::spawn(async move {
         wait_for_signal().await;

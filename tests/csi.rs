@@ -1,67 +1,15 @@
 //! Secrets Store CSI integration with real CRDs: SecretProviderClass and SecretProviderClassPodStatus objects
 //! are written the way the CSI driver writes them; a change of mounted versions reloads the workloads that
 //! mount the class — not other auto workloads (unlike upstream v2), not when the class is ignored, and not
-//! silenced by a resource label selector (unlike upstream v1).
+//! silenced by a resource label selector (unlike upstream v1); the annotations strategy records the class.
 
 mod common;
 
+use common::csi::*;
 use common::*;
 use k8s_openapi::api::core::v1::Pod;
-use kube::{
-    Api, ResourceExt,
-    api::{ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams},
-};
+use kube::api::ListParams;
 use serde_json::json;
-
-const SPC_CRD: &str = include_str!("crds/secretproviderclasses.secrets-store.csi.x-k8s.io.json");
-const SPCPS_CRD: &str = include_str!("crds/secretproviderclasspodstatuses.secrets-store.csi.x-k8s.io.json");
-
-fn ar(kind: &str, plural: &str) -> ApiResource {
-    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("secrets-store.csi.x-k8s.io", "v1", kind), plural)
-}
-
-fn mounts(class: &str) -> serde_json::Value {
-    json!({
-        "containers": [{"name": "app", "image": "x", "volumeMounts": [{"name": "secrets", "mountPath": "/mnt/secrets"}]}],
-        "volumes": [{"name": "secrets", "csi": {"driver": "secrets-store.csi.k8s.io", "readOnly": true,
-                     "volumeAttributes": {"secretProviderClass": class}}}]
-    })
-}
-
-async fn create_class(ns: &TestNamespace, name: &str, annotations: serde_json::Value) {
-    let api: Api<DynamicObject> =
-        Api::namespaced_with(ns.client.clone(), &ns.name, &ar("SecretProviderClass", "secretproviderclasses"));
-    let obj: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "secrets-store.csi.x-k8s.io/v1", "kind": "SecretProviderClass",
-        "metadata": {"name": name, "annotations": annotations},
-        "spec": {"provider": "vault", "parameters": {"objects": "- objectName: db"}}
-    }))
-    .expect("spc");
-    api.create(&PostParams::default(), &obj).await.expect("create spc");
-}
-
-/// What the driver writes per pod: `<pod>-<namespace>-<class>`, owned by the pod.
-async fn write_pod_statuses(ns: &TestNamespace, app: &str, class: &str, version: &str) {
-    let pods = ns.api::<Pod>().list(&ListParams::default().labels(&format!("app={app}"))).await.expect("pods");
-    assert!(!pods.items.is_empty(), "no pods for {app}");
-    let api: Api<DynamicObject> = Api::namespaced_with(
-        ns.client.clone(),
-        &ns.name,
-        &ar("SecretProviderClassPodStatus", "secretproviderclasspodstatuses"),
-    );
-    for pod in pods.items {
-        let name = format!("{}-{}-{class}", pod.name_any(), ns.name);
-        let body = json!({
-            "apiVersion": "secrets-store.csi.x-k8s.io/v1", "kind": "SecretProviderClassPodStatus",
-            "metadata": {"name": name, "labels": {"secrets-store.csi.k8s.io/node-name": "kwok-node-0"},
-                         "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": pod.name_any(), "uid": pod.uid().unwrap_or_default()}]},
-            "status": {"podName": pod.name_any(), "secretProviderClassName": class, "mounted": true, "targetPath": "/var/lib/kubelet/pods/x",
-                       "objects": [{"id": "secret/db", "version": version}, {"id": "secret/api", "version": "7"}]}
-        });
-        let params = PatchParams::apply("secrets-store-csi-driver").force();
-        api.patch(&name, &params, &Patch::Apply(&body)).await.expect("apply pod status");
-    }
-}
 
 fn spc_hash(class: &str, version: &str) -> String {
     reloader::hash::secret_provider_class(class, [("secret/db", version), ("secret/api", "7")]).to_string()
@@ -138,4 +86,38 @@ async fn mounted_version_changes_reload_the_workloads_that_mount_the_class() {
     Kind::Deployment.stays_at_revisions(&ns, "unmounted", 1).await;
     Kind::Deployment.stays_at_revisions(&ns, "ignored", 1).await;
     Kind::Deployment.stays_at_revisions(&ns, "excluded", 1).await;
+}
+
+#[tokio::test]
+async fn with_the_annotations_strategy_a_rotation_writes_last_reloaded_from() {
+    let ns = TestNamespace::create("csi-annot").await;
+    install_crd(&ns.client, SPC_CRD).await;
+    install_crd(&ns.client, SPCPS_CRD).await;
+    create_class(&ns, "vault-db", json!({})).await;
+    Kind::Deployment
+        .create(&ns, "web", json!({"reloader.stakater.com/auto": "true"}), json!({}), mounts("vault-db"))
+        .await;
+    wait_for("pods of web", RELOAD_WAIT, || async {
+        let pods = ns.api::<Pod>().list(&ListParams::default().labels("app=web")).await.map_err(|e| e.to_string())?;
+        if pods.items.is_empty() { Err("none".to_owned()) } else { Ok(()) }
+    })
+    .await;
+    write_pod_statuses(&ns, "web", "vault-db", "1").await;
+    let _reloader = Reloader::start(&ns.name, &["--enable-csi-integration", "--reload-strategy=annotations"]).await;
+
+    write_pod_statuses(&ns, "web", "vault-db", "2").await;
+    Kind::Deployment.wait_revisions(&ns, "web", 2).await;
+    let template = Kind::Deployment.template(&ns, "web").await;
+    let text = template
+        .metadata
+        .and_then(|m| m.annotations)
+        .and_then(|a| a.get("reloader.stakater.com/last-reloaded-from").cloned())
+        .expect("last-reloaded-from written");
+    let value: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(value["type"], "SECRETPROVIDERCLASS");
+    assert_eq!(value["name"], "vault-db");
+    assert_eq!(value["namespace"], ns.name.as_str());
+    assert_eq!(value["hash"], spc_hash("vault-db", "2").as_str());
+    assert_eq!(value["containerRefs"], json!(["app"]));
+    assert_eq!(Kind::Deployment.env(&ns, "web", "app", "STAKATER_VAULT_DB_SECRETPROVIDERCLASS").await, None);
 }

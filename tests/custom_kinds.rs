@@ -6,47 +6,13 @@ mod common;
 
 use std::time::Duration;
 
-use common::*;
+use common::{custom::*, *};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::{
     Api,
-    api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, PostParams},
+    api::{DeleteParams, DynamicObject},
 };
 use serde_json::{Value, json};
-
-const ROLLOUT_CRD: &str = include_str!("crds/rollouts.argoproj.io.json");
-const DC_CRD: &str = include_str!("crds/deploymentconfigs.apps.openshift.io.json");
-
-fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
-    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)
-}
-
-fn rollouts() -> ApiResource {
-    resource("argoproj.io", "v1alpha1", "Rollout", "rollouts")
-}
-
-fn deployment_configs() -> ApiResource {
-    resource("apps.openshift.io", "v1", "DeploymentConfig", "deploymentconfigs")
-}
-
-async fn create_custom(
-    ns: &TestNamespace,
-    ar: &ApiResource,
-    name: &str,
-    annotations: Value,
-    pod_spec: Value,
-) -> Api<DynamicObject> {
-    let api: Api<DynamicObject> = Api::namespaced_with(ns.client.clone(), &ns.name, ar);
-    let obj: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": ar.api_version, "kind": ar.kind,
-        "metadata": {"name": name, "annotations": annotations},
-        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
-                 "template": {"metadata": {"labels": {"app": name}}, "spec": pod_spec}}
-    }))
-    .expect("object");
-    api.create(&PostParams::default(), &obj).await.unwrap_or_else(|e| panic!("create {name}: {e}"));
-    api
-}
 
 async fn wait_field(api: &Api<DynamicObject>, name: &str, pointer: &str) -> Value {
     wait_for(&format!("{name}{pointer} to be set"), RELOAD_WAIT, || async {

@@ -1,5 +1,5 @@
 //! Operations on the real control plane: metrics scraped from a running controller move by exactly the
-//! expected amounts, health endpoints follow startup, SIGTERM exits cleanly.
+//! expected amounts, health endpoints follow startup, SIGTERM exits cleanly, the meta-info ConfigMap is published.
 
 mod common;
 
@@ -217,4 +217,29 @@ async fn reloads_and_bad_annotations_become_kubernetes_events() {
         let note = e.note.unwrap_or_default();
         assert!(!note.contains("hunter2") && !note.contains("correct-horse"), "{note}");
     }
+}
+
+#[tokio::test]
+async fn the_meta_info_configmap_describes_the_running_controller() {
+    let ns = TestNamespace::create("metainfo").await;
+    let env = [("RELOADER_NAMESPACE", ns.name.as_str()), ("RELOADER_DEPLOYMENT_NAME", "reloader")];
+    let _reloader = Reloader::start_with_env(&ns.name, &["--reload-on-create=true"], &env).await;
+    let cm = wait_for("the meta-info ConfigMap", RELOAD_WAIT, || async {
+        api::<k8s_openapi::api::core::v1::ConfigMap>(&ns)
+            .get_opt("reloader-meta-info")
+            .await
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| "absent".to_owned())
+    })
+    .await;
+    let labels = cm.metadata.labels.unwrap_or_default();
+    assert_eq!(labels.get("reloader.stakater.com/meta-info").map(String::as_str), Some("reloader"));
+    let data = cm.data.unwrap_or_default();
+    let doc = |key: &str| serde_json::from_str::<serde_json::Value>(&data[key]).expect("JSON document");
+    assert_eq!(doc("deploymentInfo"), json!({"name": "reloader", "namespace": ns.name, "creationTimestamp": null}));
+    let options = doc("reloaderOptions");
+    assert_eq!(options["reloadOnCreate"], json!(true));
+    assert_eq!(options["reloadStrategy"], "env-vars");
+    assert_eq!(options["reloaderAutoAnnotation"], "reloader.stakater.com/auto");
+    assert_eq!(doc("buildInfo")["edition"], "oss");
 }

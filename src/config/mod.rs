@@ -181,6 +181,9 @@ pub struct Args {
     pub alerts: AlertArgs,
 
     #[command(flatten)]
+    pub meta_info: MetaInfoArgs,
+
+    #[command(flatten)]
     pub later: CompatOnly,
 
     /// Number of workloads patched concurrently.
@@ -276,7 +279,7 @@ impl AnnotationArgs {
 
 mod ops;
 
-pub use ops::{AlertArgs, CompatOnly, LeaderArgs, LeaderElection};
+pub use ops::{AlertArgs, CompatOnly, LeaderArgs, LeaderElection, MetaInfoArgs};
 
 /// A flag combination upstream rejects at startup (exit status 2 here), with upstream's message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

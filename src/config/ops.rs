@@ -189,3 +189,14 @@ impl CompatOnly {
         out
     }
 }
+
+/// Where to publish upstream v1's meta-info ConfigMap (env only, as upstream's chart sets them).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct MetaInfoArgs {
+    /// Namespace of the meta-info ConfigMap; unset means none is published (upstream v1).
+    #[arg(long = "reloader-namespace", env = "RELOADER_NAMESPACE", default_value = "", hide = true)]
+    pub namespace: String,
+    /// Name of the Deployment running the controller, recorded in the meta-info ConfigMap.
+    #[arg(long = "reloader-deployment-name", env = "RELOADER_DEPLOYMENT_NAME", default_value = "", hide = true)]
+    pub deployment_name: String,
+}

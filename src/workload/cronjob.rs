@@ -1,18 +1,17 @@
 //! batch/v1 CronJob: never modified (upstream). A reload creates a Job from its job template carrying the new
 //! hash, owned by the CronJob and marked `cronjob.kubernetes.io/instantiate: manual` (§3.6); the hashes are
-//! then recorded in the CronJob's metadata so a restart does not spawn again.
+//! then recorded in the CronJob's metadata so a restart does not spawn again. The CronJob is read and the Job
+//! built as JSON, so job-template fields newer than this binary's API types are kept.
 
-use k8s_openapi::{
-    api::{
-        batch::v1::{CronJob, Job},
-        core::v1::PodTemplateSpec,
-    },
-    apimachinery::pkg::apis::meta::v1::OwnerReference,
+use k8s_openapi::api::{batch::v1::CronJob, core::v1::PodTemplateSpec};
+use kube::{
+    Api, Client,
+    api::{ApiResource, DynamicObject, PostParams},
 };
-use kube::{Api, Client, Resource, api::PostParams};
+use serde_json::{Value, json};
 
-use super::{WorkloadKey, WorkloadKind, WorkloadObject, WorkloadWrite, patch_metadata};
-use crate::{constants::CRONJOB_INSTANTIATE, strategy::apply_to_template};
+use super::{WorkloadKey, WorkloadKind, WorkloadObject, WorkloadWrite, job, patch_metadata};
+use crate::{constants::CRONJOB_INSTANTIATE, strategy::apply_to_template_json};
 
 impl WorkloadObject for CronJob {
     const KIND: WorkloadKind = WorkloadKind::CronJob;
@@ -24,38 +23,79 @@ impl WorkloadObject for CronJob {
 
 /// Spawns the Job, then records the hashes on the CronJob.
 pub(super) async fn write(client: &Client, key: &WorkloadKey, w: &WorkloadWrite<'_>) -> Result<(), kube::Error> {
-    let cronjobs: Api<CronJob> = Api::namespaced(client.clone(), &key.namespace);
     if !w.changes.is_empty() {
-        let cronjob = cronjobs.get(&key.name).await?;
-        let job = job_from(&cronjob, w);
-        Api::<Job>::namespaced(client.clone(), &key.namespace).create(&PostParams::default(), &job).await?;
+        let cronjobs: Api<DynamicObject> =
+            Api::namespaced_with(client.clone(), &key.namespace, &ApiResource::erase::<CronJob>(&()));
+        let cronjob = serde_json::to_value(cronjobs.get(&key.name).await?).map_err(kube::Error::SerdeError)?;
+        let job: DynamicObject = serde_json::from_value(job_from(&cronjob, w)).map_err(kube::Error::SerdeError)?;
+        job::json_api(client, &key.namespace).create(&PostParams::default(), &job).await?;
     }
     patch_metadata::<CronJob>(client, key, w).await
 }
 
 /// The Job upstream creates: `generateName: <cronjob>-`, the job template's labels, its annotations over
 /// `instantiate: manual`, a controller reference to the CronJob, and the template with the new hash.
-fn job_from(cronjob: &CronJob, w: &WorkloadWrite<'_>) -> Job {
-    let template = cronjob.spec.as_ref().map(|s| s.job_template.clone()).unwrap_or_default();
-    let mut annotations =
-        std::collections::BTreeMap::from([(CRONJOB_INSTANTIATE.0.to_owned(), CRONJOB_INSTANTIATE.1.to_owned())]);
-    annotations.extend(template.metadata.as_ref().and_then(|m| m.annotations.clone()).unwrap_or_default());
-    let mut spec = template.spec.unwrap_or_default();
-    apply_to_template(&mut spec.template, w.strategy, w.changes, w.now_unix);
-    let owner = OwnerReference {
-        api_version: "batch/v1".into(),
-        kind: "CronJob".into(),
-        name: cronjob.metadata.name.clone().unwrap_or_default(),
-        uid: cronjob.metadata.uid.clone().unwrap_or_default(),
-        controller: Some(true),
-        block_owner_deletion: Some(true),
+fn job_from(cronjob: &Value, w: &WorkloadWrite<'_>) -> Value {
+    let template = &cronjob["spec"]["jobTemplate"];
+    let mut annotations = json!({CRONJOB_INSTANTIATE.0: CRONJOB_INSTANTIATE.1});
+    if let (Some(all), Some(given)) = (annotations.as_object_mut(), template["metadata"]["annotations"].as_object()) {
+        all.extend(given.clone());
+    }
+    let mut spec = match &template["spec"] {
+        Value::Object(_) => template["spec"].clone(),
+        _ => json!({}),
     };
-    let mut job = Job { spec: Some(spec), ..Job::default() };
-    let meta = job.meta_mut();
-    meta.generate_name = Some(format!("{}-", owner.name));
-    meta.namespace = cronjob.metadata.namespace.clone();
-    meta.labels = template.metadata.and_then(|m| m.labels);
-    meta.annotations = Some(annotations);
-    meta.owner_references = Some(vec![owner]);
-    job
+    apply_to_template_json(&mut spec["template"], w.strategy, w.changes, w.now_unix);
+    let name = cronjob["metadata"]["name"].as_str().unwrap_or_default();
+    let mut metadata = json!({
+        "generateName": format!("{name}-"),
+        "namespace": cronjob["metadata"]["namespace"],
+        "annotations": annotations,
+        "ownerReferences": [{
+            "apiVersion": "batch/v1", "kind": "CronJob", "name": name, "uid": cronjob["metadata"]["uid"],
+            "controller": true, "blockOwnerDeletion": true,
+        }],
+    });
+    if let Some(labels) = template["metadata"].get("labels").filter(|l| l.is_object()) {
+        metadata["labels"] = labels.clone();
+    }
+    json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": spec})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{
+        hash::ContentHash,
+        resource::ConfigKind,
+        workload::test_support::{change, env_write},
+    };
+
+    #[test]
+    fn the_manual_job_has_upstreams_shape_and_keeps_unknown_template_fields() {
+        let changes = [change(ConfigKind::Secret, "db", "main")];
+        let w = env_write(&changes, None);
+        let cronjob = json!({
+            "metadata": {"name": "nightly", "namespace": "ns", "uid": "cj-uid", "annotations": {"reloader.stakater.com/auto": "true"}},
+            "spec": {"schedule": "0 0 * * *", "jobTemplate": {
+                "metadata": {"labels": {"team": "a"}, "annotations": {"note": "x", CRONJOB_INSTANTIATE.0: "overridden"}},
+                "spec": {"futureField": 3, "template": {"spec": {"restartPolicy": "Never",
+                    "containers": [{"name": "main", "image": "x"}]}}}}}
+        });
+        let hash = ContentHash::NONE.to_string();
+        assert_eq!(
+            job_from(&cronjob, &w),
+            json!({
+                "apiVersion": "batch/v1", "kind": "Job",
+                "metadata": {
+                    "generateName": "nightly-", "namespace": "ns", "labels": {"team": "a"},
+                    "annotations": {CRONJOB_INSTANTIATE.0: "overridden", "note": "x"},
+                    "ownerReferences": [{"apiVersion": "batch/v1", "kind": "CronJob", "name": "nightly", "uid": "cj-uid",
+                                         "controller": true, "blockOwnerDeletion": true}]
+                },
+                "spec": {"futureField": 3, "template": {"spec": {"restartPolicy": "Never",
+                    "containers": [{"name": "main", "image": "x", "env": [{"name": "STAKATER_DB_SECRET", "value": hash}]}]}}}
+            })
+        );
+    }
 }

@@ -1,17 +1,19 @@
 //! batch/v1 Job: its template is immutable, so a reload deletes the Job (background propagation, so its pods
 //! go too) and creates it again with the new template, as upstream does (§3.6). Fields the API server sets
-//! (selector, controller-uid labels, status, identity) are stripped first.
+//! (selector, controller-uid labels, status, identity) are stripped first. The Job is read and recreated as
+//! JSON, so fields newer than this binary's API types survive the round trip.
 
 use std::time::Duration;
 
 use k8s_openapi::api::{batch::v1::Job, core::v1::PodTemplateSpec};
 use kube::{
     Api, Client,
-    api::{DeleteParams, PostParams},
+    api::{ApiResource, DeleteParams, DynamicObject, PostParams},
 };
+use serde_json::Value;
 
 use super::{WorkloadKey, WorkloadKind, WorkloadObject, WorkloadWrite, patch_metadata};
-use crate::{constants::annotation::APPLIED_HASHES, strategy::apply_to_template};
+use crate::{constants::annotation::APPLIED_HASHES, strategy::apply_to_template_json};
 
 impl WorkloadObject for Job {
     const KIND: WorkloadKind = WorkloadKind::Job;
@@ -25,13 +27,31 @@ impl WorkloadObject for Job {
 const GENERATED_LABELS: [&str; 4] =
     ["controller-uid", "batch.kubernetes.io/controller-uid", "batch.kubernetes.io/job-name", "job-name"];
 
+/// Metadata the API server owns; a new object must not carry it.
+const SERVER_METADATA: [&str; 8] = [
+    "resourceVersion",
+    "uid",
+    "creationTimestamp",
+    "generation",
+    "managedFields",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "selfLink",
+];
+
+/// Jobs as JSON objects.
+pub(super) fn json_api(client: &Client, namespace: &str) -> Api<DynamicObject> {
+    Api::namespaced_with(client.clone(), namespace, &ApiResource::erase::<Job>(&()))
+}
+
 /// Recreates the Job with the new template, or only records the hashes when nothing reloads.
 pub(super) async fn write(client: &Client, key: &WorkloadKey, w: &WorkloadWrite<'_>) -> Result<(), kube::Error> {
     if w.changes.is_empty() {
         return patch_metadata::<Job>(client, key, w).await;
     }
-    let jobs: Api<Job> = Api::namespaced(client.clone(), &key.namespace);
-    let job = recreated(jobs.get(&key.name).await?, w);
+    let jobs = json_api(client, &key.namespace);
+    let current = serde_json::to_value(jobs.get(&key.name).await?).map_err(kube::Error::SerdeError)?;
+    let job: DynamicObject = serde_json::from_value(recreated(current, w)).map_err(kube::Error::SerdeError)?;
     jobs.delete(&key.name, &DeleteParams::background()).await?;
     // The old object may linger for a moment; AlreadyExists is retried briefly, then left to the queue.
     let mut attempt = 0;
@@ -46,32 +66,81 @@ pub(super) async fn write(client: &Client, key: &WorkloadKey, w: &WorkloadWrite<
     }
 }
 
-fn recreated(mut job: Job, w: &WorkloadWrite<'_>) -> Job {
-    let manual_selector = job.spec.as_ref().and_then(|s| s.manual_selector).unwrap_or(false);
-    let meta = &mut job.metadata;
-    meta.resource_version = None;
-    meta.uid = None;
-    meta.creation_timestamp = None;
-    meta.generation = None;
-    meta.managed_fields = None;
-    meta.deletion_timestamp = None;
-    meta.deletion_grace_period_seconds = None;
-    if let Some(hashes) = &w.applied_hashes {
-        meta.annotations.get_or_insert_with(Default::default).insert(APPLIED_HASHES.to_owned(), hashes.clone());
+/// The Job to create: the old one without server-owned fields and generated selector/labels (unless the
+/// selector is manual), with the new template and the hash record.
+fn recreated(mut job: Value, w: &WorkloadWrite<'_>) -> Value {
+    let manual_selector = job.pointer("/spec/manualSelector").and_then(Value::as_bool).unwrap_or(false);
+    if let Some(meta) = job.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.retain(|k, _| !SERVER_METADATA.contains(&k.as_str()));
     }
-    job.status = None;
-    if let Some(spec) = job.spec.as_mut() {
-        apply_to_template(&mut spec.template, w.strategy, w.changes, w.now_unix);
-        if !manual_selector {
-            spec.selector = None;
-            for labels in
-                [spec.template.metadata.as_mut().and_then(|m| m.labels.as_mut()), job.metadata.labels.as_mut()]
-                    .into_iter()
-                    .flatten()
-            {
+    if let Some(hashes) = &w.applied_hashes {
+        job["metadata"]["annotations"][APPLIED_HASHES] = Value::String(hashes.clone());
+    }
+    if let Some(object) = job.as_object_mut() {
+        object.remove("status");
+    }
+    if let Some(template) = job.pointer_mut("/spec/template") {
+        apply_to_template_json(template, w.strategy, w.changes, w.now_unix);
+    }
+    if !manual_selector {
+        if let Some(spec) = job.get_mut("spec").and_then(Value::as_object_mut) {
+            spec.remove("selector");
+        }
+        for labels in ["/metadata/labels", "/spec/template/metadata/labels"] {
+            if let Some(labels) = job.pointer_mut(labels).and_then(Value::as_object_mut) {
                 labels.retain(|k, _| !GENERATED_LABELS.contains(&k.as_str()));
             }
         }
     }
     job
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::{
+        hash::ContentHash,
+        resource::ConfigKind,
+        workload::test_support::{change, env_write},
+    };
+
+    #[test]
+    fn a_recreated_job_keeps_unknown_fields_and_drops_what_the_server_set() {
+        let changes = [change(ConfigKind::ConfigMap, "cfg", "main")];
+        let w = env_write(&changes, Some("{\"ConfigMap/cfg\":\"x\"}"));
+        let old = json!({
+            "apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": "migrate", "namespace": "ns", "uid": "u", "resourceVersion": "7", "generation": 1,
+                         "creationTimestamp": "2026-12-02T10:00:00Z", "managedFields": [],
+                         "labels": {"team": "a", "job-name": "migrate", "controller-uid": "u"}},
+            "spec": {"backoffLimit": 0, "managedBy": "kubernetes.io/job-controller", "futureField": {"x": 1},
+                     "selector": {"matchLabels": {"batch.kubernetes.io/controller-uid": "u"}},
+                     "template": {"metadata": {"labels": {"batch.kubernetes.io/job-name": "migrate", "team": "a"}},
+                                  "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "x", "futureContainerField": true}]}}},
+            "status": {"succeeded": 1}
+        });
+        let hash = ContentHash::NONE.to_string();
+        assert_eq!(
+            recreated(old, &w),
+            json!({
+                "apiVersion": "batch/v1", "kind": "Job",
+                "metadata": {"name": "migrate", "namespace": "ns", "labels": {"team": "a"},
+                             "annotations": {APPLIED_HASHES: "{\"ConfigMap/cfg\":\"x\"}"}},
+                "spec": {"backoffLimit": 0, "managedBy": "kubernetes.io/job-controller", "futureField": {"x": 1},
+                         "template": {"metadata": {"labels": {"team": "a"}},
+                                      "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "x", "futureContainerField": true,
+                                               "env": [{"name": "STAKATER_CFG_CONFIGMAP", "value": hash}]}]}}}
+            })
+        );
+    }
+
+    #[test]
+    fn a_manual_selector_and_its_labels_are_kept() {
+        let w = env_write(&[], None);
+        let old = json!({"metadata": {"name": "j", "labels": {"job-name": "j"}},
+                         "spec": {"manualSelector": true, "selector": {"matchLabels": {"job-name": "j"}}, "template": {}}});
+        assert_eq!(recreated(old.clone(), &w), old);
+    }
 }

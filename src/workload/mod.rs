@@ -7,6 +7,8 @@ mod daemonset;
 mod deployment;
 mod job;
 mod statefulset;
+#[cfg(test)]
+mod test_support;
 
 use std::{collections::BTreeMap, fmt, sync::Arc};
 

@@ -31,13 +31,21 @@ impl Reloader {
 
     /// Starts the binary with exactly `args` (global mode unless they scope it) and waits for its sync.
     pub async fn start_unscoped(args: &[&str], env: &[(&str, &str)]) -> Self {
+        let r = Self::spawn(args, env);
+        r.wait_log("all watches synced").await;
+        r
+    }
+
+    /// Starts the binary with exactly `args` and returns at once. `env` comes last, so it may replace the
+    /// test cluster's admin `KUBECONFIG` (e.g. with a ServiceAccount's).
+    pub fn spawn(args: &[&str], env: &[(&str, &str)]) -> Self {
         let kubeconfig = testenv::harness::kubeconfig_path();
         let mut child = Command::new(env!("CARGO_BIN_EXE_reloader"))
             .arg("--metrics-addr=127.0.0.1:0")
             .args(args)
-            .envs(env.iter().copied())
             .env("KUBECONFIG", &kubeconfig)
             .env("NO_COLOR", "1")
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -57,9 +65,7 @@ impl Reloader {
                 }
             });
         }
-        let r = Self { child, lines };
-        r.wait_log("all watches synced").await;
-        r
+        Self { child, lines }
     }
 
     /// The process id (for signals).
@@ -97,6 +103,18 @@ impl Reloader {
             self.logs().into_iter().find(|l| l.contains(needle)).ok_or_else(|| format!("log: {:#?}", self.logs()))
         })
         .await
+    }
+
+    /// Whether a log line containing `needle` appears within `timeout` (no panic when it does not).
+    pub async fn has_log_within(&self, needle: &str, timeout: Duration) -> bool {
+        let start = std::time::Instant::now();
+        while start.elapsed() < timeout {
+            if self.count_log(needle) > 0 {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        false
     }
 
     /// Log lines containing `needle`.

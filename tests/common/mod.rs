@@ -4,6 +4,9 @@
 #![allow(dead_code)] // each test binary uses a different subset
 
 mod binary;
+pub mod chart;
+pub mod csi;
+pub mod custom;
 mod receiver;
 
 pub use binary::Reloader;

@@ -1,0 +1,170 @@
+{{/*
+The controller's flags. Upstream's values render upstream's flags, in upstream's spelling; the differences are
+marked: flags upstream's chart forgot (reload-on-delete, ignored-workload-types, log-level, CSI, pprof), the
+webhook URL rendered without custom_annotations (upstream renders it only inside that block), and
+--is-openshift always matching the RBAC the chart grants (the controller otherwise detects the API).
+*/}}
+{{- define "reloader-args" -}}
+{{- $r := .Values.reloader -}}
+{{- $scoped := fromJsonArray (include "reloader-scopedNamespaces" .) -}}
+{{- $ann := $r.custom_annotations | default dict -}}
+{{- if $r.logFormat }}
+- "--log-format={{ $r.logFormat }}"
+{{- end }}
+{{- if $r.logLevel }}
+- "--log-level={{ $r.logLevel }}"
+{{- end }}
+{{- if $r.ignoreSecrets }}
+- "--resources-to-ignore=secrets"
+{{- end }}
+{{- if $r.ignoreConfigMaps }}
+- "--resources-to-ignore=configMaps"
+{{- end }}
+{{- $ignoredKinds := list }}
+{{- if $r.ignoreJobs }}{{ $ignoredKinds = append $ignoredKinds "jobs" }}{{ end }}
+{{- if $r.ignoreCronJobs }}{{ $ignoredKinds = append $ignoredKinds "cronjobs" }}{{ end }}
+{{- with $ignoredKinds }}
+- "--ignored-workload-types={{ join "," . }}"
+{{- end }}
+{{- if and $r.watchGlobally $r.ignoreNamespaces }}
+- "--namespaces-to-ignore={{ $r.ignoreNamespaces }}"
+{{- end }}
+{{- if and $r.watchGlobally $r.namespaceSelector }}
+- "--namespace-selector={{ $r.namespaceSelector }}"
+{{- end }}
+{{- if $r.resourceLabelSelector }}
+- "--resource-label-selector={{ $r.resourceLabelSelector }}"
+{{- end }}
+{{- with $scoped }}
+- "--namespaces={{ join "," . }}"
+{{- end }}
+{{- range $key, $flag := dict "configmap" "--configmap-annotation" "secret" "--secret-annotation" "auto" "--auto-annotation" "secret_auto" "--secret-auto-annotation" "configmap_auto" "--configmap-auto-annotation" "search" "--auto-search-annotation" "match" "--search-match-annotation" "ignore" "--ignore-annotation" "pausePeriod" "--pause-deployment-annotation" "pauseTime" "--pause-deployment-time-annotation" "configmap_exclude" "--configmap-exclude-annotation" "secret_exclude" "--secret-exclude-annotation" "secretproviderclass" "--secretproviderclass-annotation" "secretproviderclass_auto" "--secretproviderclass-auto-annotation" "secretproviderclass_exclude" "--secretproviderclass-exclude-annotation" }}
+{{- with index $ann $key }}
+- {{ $flag | quote }}
+- {{ . | quote }}
+{{- end }}
+{{- end }}
+{{- with $r.webhookUrl }}
+- "--webhook-url"
+- {{ . | quote }}
+{{- end }}
+{{- if $r.isArgoRollouts }}
+- "--is-Argo-Rollouts=true"
+{{- end }}
+- "--is-openshift={{ $r.isOpenshift | ternary "true" "false" }}"
+{{- if $r.reloadOnCreate }}
+- "--reload-on-create=true"
+{{- end }}
+{{- if $r.reloadOnDelete }}
+- "--reload-on-delete=true"
+{{- end }}
+{{- if $r.syncAfterRestart }}
+- "--sync-after-restart=true"
+{{- end }}
+{{- if ne $r.reloadStrategy "default" }}
+- "--reload-strategy={{ $r.reloadStrategy }}"
+{{- end }}
+{{- if $r.enableHA }}
+- "--enable-ha=true"
+{{- with $r.leaderElection.leaseDuration }}
+- "--leader-election-lease-duration={{ . }}"
+{{- end }}
+{{- with $r.leaderElection.renewDeadline }}
+- "--leader-election-renew-deadline={{ . }}"
+{{- end }}
+{{- with $r.leaderElection.retryPeriod }}
+- "--leader-election-retry-period={{ . }}"
+{{- end }}
+{{- end }}
+{{- if $r.autoReloadAll }}
+- "--auto-reload-all=true"
+{{- end }}
+{{- if $r.enableCSIIntegration }}
+- "--enable-csi-integration=true"
+{{- end }}
+{{- if $r.enablePProf }}
+- "--enable-pprof=true"
+- "--pprof-addr={{ $r.pprofAddr }}"
+{{- end }}
+{{- with $r.coalesceWindow }}
+- "--coalesce-window={{ . }}"
+{{- end }}
+{{- range $r.extraArgs }}
+- {{ . | quote }}
+{{- end }}
+{{- end -}}
+
+{{/* Environment: upstream's env.open/secret/existing/field, then the variables the chart itself sets. */}}
+{{- define "reloader-env" -}}
+{{- $r := .Values.reloader -}}
+{{- $env := $r.deployment.env -}}
+{{- $fullname := include "reloader-fullname" . -}}
+{{- range $name, $value := $env.open }}
+{{- if not (empty $value) }}
+- name: {{ $name | quote }}
+  value: {{ $value | quote }}
+{{- end }}
+{{- end }}
+{{- range $name, $value := $env.secret }}
+{{- if not (empty $value) }}
+- name: {{ $name | quote }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ $fullname }}
+      key: {{ $name | quote }}
+{{- end }}
+{{- end }}
+{{- range $secret, $keys := $env.existing }}
+{{- range $name, $key := $keys }}
+- name: {{ $name | quote }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ $secret | quote }}
+      key: {{ $key | quote }}
+{{- end }}
+{{- end }}
+{{- range $name, $path := $env.field }}
+{{- if not (empty $path) }}
+- name: {{ $name | quote }}
+  valueFrom:
+    fieldRef:
+      fieldPath: {{ $path | quote }}
+{{- end }}
+{{- end }}
+{{- if and (not $r.watchGlobally) (not (fromJsonArray (include "reloader-scopedNamespaces" .))) }}
+- name: KUBERNETES_NAMESPACE
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.namespace
+{{- end }}
+{{- if $r.enableHA }}
+- name: POD_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
+- name: POD_NAMESPACE
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.namespace
+{{- end }}
+{{- if $r.enableMetricsByNamespace }}
+- name: METRICS_COUNT_BY_NAMESPACE
+  value: enabled
+{{- end }}
+- name: RELOADER_NAMESPACE
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.namespace
+- name: RELOADER_DEPLOYMENT_NAME
+  value: {{ $fullname }}
+{{- end -}}
+
+{{/* Probe timings: upstream's defaults (timeout 5, failure 5, period 10, success 1, initial delay 10). */}}
+{{- define "reloader-probeTimings" -}}
+{{- $p := . | default dict -}}
+timeoutSeconds: {{ $p.timeoutSeconds | default 5 }}
+failureThreshold: {{ $p.failureThreshold | default 5 }}
+periodSeconds: {{ $p.periodSeconds | default 10 }}
+successThreshold: {{ $p.successThreshold | default 1 }}
+initialDelaySeconds: {{ $p.initialDelaySeconds | default 10 }}
+{{- end -}}

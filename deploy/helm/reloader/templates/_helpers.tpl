@@ -1,0 +1,164 @@
+{{/*
+Names, labels and selectors keep upstream's values (app=<fullname>, release=<release>) so `helm upgrade` from
+upstream's chart keeps the Deployment's immutable selector.
+*/}}
+{{- define "reloader-name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "reloader-fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "reloader-selector" -}}
+app: {{ include "reloader-fullname" . }}
+release: {{ .Release.Name | quote }}
+{{- end -}}
+
+{{- define "reloader-labels.chart" -}}
+{{ include "reloader-selector" . }}
+chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | quote }}
+heritage: {{ .Release.Service | quote }}
+app.kubernetes.io/name: {{ include "reloader-name" . }}
+app.kubernetes.io/instance: {{ .Release.Name | quote }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service | quote }}
+{{- end -}}
+
+{{/* The chart's labels merged with user label maps (dict "root" . "extra" (list …)): a user's label replaces the
+chart's label of the same key (e.g. a ServiceMonitor's `release: prometheus`), except the selector labels of
+the Deployment and its pods ("selectorWins" true), which must keep matching. */}}
+{{- define "reloader-labels" -}}
+{{- $labels := fromYaml (include "reloader-labels.chart" .root) -}}
+{{- range .extra -}}
+{{- $labels = merge (deepCopy (. | default dict)) $labels -}}
+{{- end -}}
+{{- if .selectorWins -}}
+{{- $labels = merge (fromYaml (include "reloader-selector" .root)) $labels -}}
+{{- end -}}
+{{- toYaml $labels -}}
+{{- end -}}
+
+{{- define "reloader-serviceAccountName" -}}
+{{- if .Values.reloader.serviceAccount.create -}}
+{{ default (include "reloader-fullname" .) .Values.reloader.serviceAccount.name }}
+{{- else -}}
+{{ default "default" .Values.reloader.serviceAccount.name }}
+{{- end -}}
+{{- end -}}
+
+{{- define "reloader-podAntiAffinity" -}}
+podAntiAffinity:
+  preferredDuringSchedulingIgnoredDuringExecution:
+    - weight: 100
+      podAffinityTerm:
+        labelSelector:
+          matchLabels:
+            {{- include "reloader-selector" . | nindent 12 }}
+        topologyKey: kubernetes.io/hostname
+{{- end -}}
+
+{{/* The namespaces of scoped mode as a list: reloader.namespaces (a list or a comma-separated string) plus the
+release namespace (upstream v1 adds it). Empty unless scoped mode is used. */}}
+{{- define "reloader-scopedNamespaces" -}}
+{{- $given := .Values.reloader.namespaces -}}
+{{- if kindIs "string" $given -}}
+{{- $given = splitList "," $given -}}
+{{- end -}}
+{{- $list := list -}}
+{{- range $given -}}
+{{- $ns := trim (toString .) -}}
+{{- if $ns -}}
+{{- $list = append $list $ns -}}
+{{- end -}}
+{{- end -}}
+{{- if $list -}}
+{{- $list = append $list .Release.Namespace -}}
+{{- end -}}
+{{- toJson (uniq $list) -}}
+{{- end -}}
+
+{{/* Values that upstream's chart renders into a crash-looping or silently wrong install fail here instead. */}}
+{{- define "reloader-validate" -}}
+{{- $r := .Values.reloader -}}
+{{- if and $r.ignoreSecrets $r.ignoreConfigMaps -}}
+{{- fail "reloader.ignoreSecrets and reloader.ignoreConfigMaps are both true: nothing would be watched (upstream's controller exits at start). Set at most one of them." -}}
+{{- end -}}
+{{- $scoped := fromJsonArray (include "reloader-scopedNamespaces" .) -}}
+{{- if and $scoped $r.watchGlobally -}}
+{{- fail "reloader.namespaces is set but reloader.watchGlobally is true; set reloader.watchGlobally=false to use scoped namespace mode." -}}
+{{- end -}}
+{{- if and (gt (int $r.deployment.replicas) 1) (not $r.enableHA) -}}
+{{- fail (printf "reloader.deployment.replicas is %d but reloader.enableHA is false: replicas without leader election would each roll every workload. Set reloader.enableHA=true, or replicas to 1." (int $r.deployment.replicas)) -}}
+{{- end -}}
+{{- if and (not $r.watchGlobally) (or $r.ignoreNamespaces $r.namespaceSelector) -}}
+{{- fail "reloader.ignoreNamespaces and reloader.namespaceSelector only apply when reloader.watchGlobally=true (upstream ignores them silently otherwise)." -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The rules the controller needs, for a ClusterRole (cluster=true) or a namespace's Role. Only the verbs the
+controller uses: it never GETs ConfigMaps/Secrets (watch caches), patches workloads (never updates them), reads
+Jobs/CronJobs/Rollouts/DeploymentConfigs fresh before rewriting them, and writes Events through events.k8s.io. */}}
+{{- define "reloader-rules" -}}
+{{- $r := .root.Values.reloader -}}
+{{- if not $r.ignoreConfigMaps }}
+- apiGroups: [""]
+  resources: [configmaps]
+  verbs: [list, watch]
+{{- end }}
+{{- if not $r.ignoreSecrets }}
+- apiGroups: [""]
+  resources: [secrets]
+  verbs: [list, watch]
+{{- end }}
+{{- if and .cluster $r.namespaceSelector }}
+- apiGroups: [""]
+  resources: [namespaces]
+  verbs: [list, watch]
+{{- end }}
+- apiGroups: [apps]
+  resources: [deployments, daemonsets, statefulsets]
+  verbs: [list, watch, patch]
+{{- if not $r.ignoreCronJobs }}
+- apiGroups: [batch]
+  resources: [cronjobs]
+  verbs: [get, list, watch, patch]
+{{- end }}
+{{- if not $r.ignoreJobs }}
+- apiGroups: [batch]
+  resources: [jobs]
+  verbs: [get, list, watch, patch, create, delete]
+{{- else if not $r.ignoreCronJobs }}
+{{- /* upstream v1 drops this with ignoreJobs, which breaks CronJob reloads */}}
+- apiGroups: [batch]
+  resources: [jobs]
+  verbs: [create]
+{{- end }}
+{{- if $r.isArgoRollouts }}
+- apiGroups: [argoproj.io]
+  resources: [rollouts]
+  verbs: [get, list, watch, patch]
+{{- end }}
+{{- if $r.isOpenshift }}
+- apiGroups: [apps.openshift.io]
+  resources: [deploymentconfigs]
+  verbs: [get, list, watch, patch]
+{{- end }}
+{{- if $r.enableCSIIntegration }}
+- apiGroups: [secrets-store.csi.x-k8s.io]
+  resources: [secretproviderclasspodstatuses, secretproviderclasses]
+  verbs: [list, watch]
+{{- end }}
+- apiGroups: [events.k8s.io]
+  resources: [events]
+  verbs: [create, patch]
+{{- end -}}

@@ -1,0 +1,32 @@
+//! Shared fixtures for the workload writers' unit tests.
+
+use super::WorkloadWrite;
+use crate::{
+    hash::ContentHash,
+    resource::ConfigKind,
+    strategy::{ReloadStrategy, TemplateChange},
+};
+
+/// A change of `kind` `name` (hash [`ContentHash::NONE`]) for `container`, in namespace `ns`.
+pub fn change(kind: ConfigKind, name: &str, container: &str) -> TemplateChange {
+    TemplateChange {
+        kind,
+        name: name.into(),
+        namespace: "ns".into(),
+        hash: ContentHash::NONE,
+        container: container.into(),
+        deleted: false,
+    }
+}
+
+/// An env-vars write of `changes` at time 0 with the given hash record and nothing else.
+pub fn env_write<'a>(changes: &'a [TemplateChange], applied_hashes: Option<&str>) -> WorkloadWrite<'a> {
+    WorkloadWrite {
+        strategy: ReloadStrategy::EnvVars,
+        changes,
+        now_unix: 0,
+        applied_hashes: applied_hashes.map(str::to_owned),
+        pause: None,
+        restart: false,
+    }
+}

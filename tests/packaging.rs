@@ -1,0 +1,248 @@
+//! Packaging, with the real helm and kubectl against the test control plane: the chart lints, renders the
+//! golden files (default values, an upstream user's values file, namespaced, scoped and HA), refuses the values
+//! upstream's chart turned into broken installs, installs; the static manifests are current and, applied with
+//! `kubectl apply -k`, give the controller what it needs to reload, and work as a kustomize base.
+
+mod common;
+
+use common::{chart::*, *};
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::Api;
+use serde_json::json;
+
+/// The golden cases: (file under tests/chart/golden, values file under tests/chart). Same list as deploy/render.sh.
+const GOLDEN: [(&str, Option<&str>); 5] = [
+    ("default", None),
+    ("upstream-values", Some("upstream-values")),
+    ("namespaced", Some("namespaced")),
+    ("scoped", Some("scoped")),
+    ("ha", Some("ha")),
+];
+
+fn values_file(name: &str) -> String {
+    repo().join(format!("tests/chart/{name}.yaml")).display().to_string()
+}
+
+#[test]
+fn the_chart_lints_with_every_values_file() {
+    let chart = chart_dir().display().to_string();
+    helm(&["lint", "--strict", &chart]);
+    for (_, values) in GOLDEN {
+        if let Some(v) = values {
+            helm(&["lint", "--strict", &chart, "--values", &values_file(v)]);
+        }
+    }
+}
+
+#[test]
+fn golden_renders_and_static_manifests_are_current() {
+    let stale = "is stale: run `make manifests` and review the diff";
+    for (golden, values) in GOLDEN {
+        let file = values.map(values_file);
+        let extra: Vec<&str> = file.iter().flat_map(|f| ["--values", f.as_str()]).collect();
+        let rendered = template_text("reloader", "reloader", &extra).unwrap_or_else(|e| panic!("{e}"));
+        let path = repo().join(format!("tests/chart/golden/{golden}.yaml"));
+        let expected = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(rendered == expected, "{} {stale}", path.display());
+        assert!(!parse_documents(&rendered).is_empty(), "{golden}: no objects");
+    }
+    let manifest = std::fs::read_to_string(repo().join("deploy/kubernetes/reloader.yaml")).unwrap_or_default();
+    let default = template_text("reloader", "reloader", &[]).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        manifest.ends_with(&default) && manifest.starts_with("# Generated"),
+        "deploy/kubernetes/reloader.yaml {stale}"
+    );
+}
+
+#[test]
+fn upstream_values_render_upstream_flags() {
+    let values = values_file("upstream-values");
+    let objects =
+        template("reloader", "reloader", &["--values", &values, "--set", "reloader.deployment.env.secret.DB_URL=x"]);
+    let (args, env) = container_command(&objects, "reloader", "pod");
+    for flag in [
+        "--log-format=json",
+        "--namespaces-to-ignore=kube-system,kube-public",
+        "--namespace-selector=team=payments,env!=dev",
+        "--resource-label-selector=reloader=enabled",
+        "--is-Argo-Rollouts=true",
+        "--reload-on-create=true",
+        "--reload-on-delete=true",
+        "--sync-after-restart=true",
+        "--reload-strategy=annotations",
+        "--auto-reload-all=true",
+        "--enable-csi-integration=true",
+        "--ignored-workload-types=jobs",
+    ] {
+        assert!(args.iter().any(|a| a == flag), "missing {flag} in {args:?}");
+    }
+    let pair = |flag: &str, value: &str| args.windows(2).any(|w| w[0] == flag && w[1] == value);
+    assert!(pair("--configmap-annotation", "my.company.com/configmap"), "{args:?}");
+    assert!(pair("--search-match-annotation", "my.company.com/match"), "{args:?}");
+    assert!(env.contains(&("METRICS_COUNT_BY_NAMESPACE".into(), "enabled".into())), "{env:?}");
+    // Every env.secret key is stored (upstream wrote only the four ALERT_* keys).
+    let secret = find(&objects, "Secret", Some("reloader"));
+    let keys: Vec<&String> = secret["data"].as_object().map(|m| m.keys().collect()).unwrap_or_default();
+    assert_eq!(keys, ["ALERT_ADDITIONAL_INFO", "ALERT_ON_RELOAD", "ALERT_SINK", "ALERT_WEBHOOK_URL", "DB_URL"]);
+    // A read-only root filesystem with /tmp as an emptyDir, as upstream's readOnlyRootFileSystem.
+    let pod = &find(&objects, "Deployment", None)["spec"]["template"]["spec"];
+    assert_eq!(pod["containers"][0]["securityContext"]["readOnlyRootFilesystem"], json!(true));
+    assert_eq!(pod["volumes"][0], json!({"name": "tmp-volume", "emptyDir": {}}));
+    // The ServiceAccount name, monitors, budget, policy and autoscaler upstream's values ask for.
+    assert_eq!(pod["serviceAccountName"], "reloader-sa");
+    for kind in
+        ["Service", "ServiceMonitor", "PodMonitor", "PodDisruptionBudget", "NetworkPolicy", "VerticalPodAutoscaler"]
+    {
+        find(&objects, kind, None);
+    }
+}
+
+#[test]
+fn broken_installs_fail_at_render_time_with_the_reason() {
+    let cases: [(&[&str], &str); 6] = [
+        (
+            &["--set", "reloader.ignoreSecrets=true", "--set", "reloader.ignoreConfigMaps=true"],
+            "reloader.ignoreSecrets and reloader.ignoreConfigMaps are both true",
+        ),
+        (
+            &["--set", "reloader.deployment.replicas=2"],
+            "reloader.deployment.replicas is 2 but reloader.enableHA is false",
+        ),
+        (
+            &["--set", "reloader.namespaces={a,b}"],
+            "reloader.namespaces is set but reloader.watchGlobally is true; set reloader.watchGlobally=false",
+        ),
+        (
+            &["--set", "reloader.watchGlobally=false", "--set", "reloader.namespaceSelector=team=a"],
+            "only apply when reloader.watchGlobally=true",
+        ),
+        (&["--set", "reloader.reloadStrategy=rolling"], "value must be one of 'default', 'env-vars', 'annotations'"),
+        (&["--set", "reloader.custom_annotations.confgmap=x"], "additional properties 'confgmap' not allowed"),
+    ];
+    for (values, message) in cases {
+        match template_text("reloader", "reloader", values) {
+            Ok(_) => panic!("{values:?} rendered; expected a failure mentioning {message:?}"),
+            Err(e) => assert!(e.contains(message), "{values:?}: expected {message:?} in {e}"),
+        }
+    }
+}
+
+#[test]
+fn rbac_follows_the_enabled_features() {
+    let rules = |extra: &[&str]| {
+        let objects = template("r", "ns", extra);
+        find(&objects, "ClusterRole", None)["rules"].as_array().cloned().unwrap_or_default()
+    };
+    let resources = |rules: &[serde_json::Value]| -> Vec<String> {
+        rules
+            .iter()
+            .flat_map(|r| r["resources"].as_array().cloned().unwrap_or_default())
+            .map(|v| v.as_str().unwrap_or_default().to_owned())
+            .collect()
+    };
+    let default = rules(&[]);
+    assert_eq!(
+        resources(&default),
+        ["configmaps", "secrets", "deployments", "daemonsets", "statefulsets", "cronjobs", "jobs", "events"]
+    );
+    assert!(
+        !default.iter().any(|r| r["verbs"].as_array().is_some_and(|v| v.contains(&json!("update")))),
+        "{default:?}"
+    );
+    // Ignoring Jobs keeps `jobs create`, which CronJob reloads need (upstream v1 dropped it).
+    let no_jobs = rules(&["--set", "reloader.ignoreJobs=true"]);
+    assert!(
+        no_jobs.contains(&json!({"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["create"]})),
+        "{no_jobs:?}"
+    );
+    let neither =
+        rules(&["--set", "reloader.ignoreJobs=true,reloader.ignoreCronJobs=true,reloader.ignoreSecrets=true"]);
+    assert_eq!(resources(&neither), ["configmaps", "deployments", "daemonsets", "statefulsets", "events"]);
+    let features = "reloader.isArgoRollouts=true,reloader.isOpenshift=true,reloader.enableCSIIntegration=true";
+    let all = rules(&["--set", features, "--set", "reloader.namespaceSelector=a=b"]);
+    for r in ["namespaces", "rollouts", "deploymentconfigs", "secretproviderclasspodstatuses", "secretproviderclasses"]
+    {
+        assert!(resources(&all).iter().any(|x| x == r), "{r} missing: {all:?}");
+    }
+    // Leases only with HA, and only in the release namespace.
+    let ha = template("r", "ns", &["--set", "reloader.enableHA=true"]);
+    let lease_role = find(&ha, "Role", Some("r-reloader-leader-election"));
+    assert_eq!(lease_role["metadata"]["namespace"], "ns");
+    assert!(!template("r", "ns", &[]).iter().any(|o| o["metadata"]["name"] == "r-reloader-leader-election"));
+}
+
+#[tokio::test]
+async fn helm_install_into_the_cluster_succeeds_with_default_and_ha_values() {
+    let ns = TestNamespace::create("helm").await;
+    let chart = chart_dir().display().to_string();
+    let ha_values = values_file("ha");
+    for (release, replicas, extra) in
+        [(ns.name.clone(), 1, vec![]), (format!("{}-ha", ns.name), 3, vec!["--values", &ha_values])]
+    {
+        let mut args = vec!["install", &release, &chart, "--namespace", &ns.name, "--wait", "--timeout", "120s"];
+        args.extend(extra);
+        helm(&args);
+        let deployment = ns.api::<Deployment>().get(&format!("{release}-reloader")).await.expect("deployment");
+        let available = deployment.status.and_then(|s| s.available_replicas).unwrap_or_default();
+        assert_eq!(available, replicas, "{release}: the chart's Deployment is available");
+        let status = helm(&["status", &release, "--namespace", &ns.name]);
+        assert!(status.contains("STATUS: deployed"), "{status}");
+        helm(&["uninstall", &release, "--namespace", &ns.name, "--wait"]);
+    }
+}
+
+#[tokio::test]
+async fn kustomize_manifests_apply_and_their_rbac_reloads() {
+    let client = testenv::harness::client().await;
+    let dir = repo().join("deploy/kubernetes").display().to_string();
+    run(&tool("kubectl"), &["apply", "-k", &dir]).unwrap_or_else(|e| panic!("{e}"));
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "reloader");
+    wait_for("the manifests' Deployment to be available", RELOAD_WAIT, || async {
+        let d = deployments.get("reloader").await.map_err(|e| e.to_string())?;
+        let available = d.status.and_then(|s| s.available_replicas).unwrap_or_default();
+        if available == 1 { Ok(()) } else { Err(format!("{available} available")) }
+    })
+    .await;
+
+    // The controller exactly as the manifests run it, with the manifests' ServiceAccount, kept to this test's
+    // namespace so it leaves other tests' workloads alone.
+    let ns = TestNamespace::create("kustomize").await;
+    let text = std::fs::read_to_string(repo().join("deploy/kubernetes/reloader.yaml")).expect("manifest");
+    let (mut args, mut env) = container_command(&parse_documents(&text), "reloader", "reloader-0");
+    args.push(format!("--namespaces={}", ns.name));
+    let kubeconfig = service_account_kubeconfig(&client, "reloader", "reloader").await;
+    env.push(("KUBECONFIG".into(), kubeconfig.display().to_string()));
+    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
+    Kind::Deployment
+        .create(&ns, "app", json!({"reloader.stakater.com/auto": "true"}), json!({}), env_from_configmap("cfg"))
+        .await;
+    Kind::Deployment.wait_revisions(&ns, "app", 1).await;
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let reloader = Reloader::spawn(&args, &env);
+    reloader.wait_log("all watches synced").await;
+    set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
+    Kind::Deployment.wait_revisions(&ns, "app", 2).await;
+    drop(reloader);
+    let _ = run(&tool("kubectl"), &["delete", "-k", &dir, "--wait=false"]);
+}
+
+#[test]
+fn the_kustomization_works_as_a_base_with_another_namespace() {
+    // kustomize only accepts bases by relative path: the overlay lives under target/.
+    let overlay = repo().join("target/kustomize-overlay-test");
+    std::fs::create_dir_all(&overlay).expect("overlay dir");
+    std::fs::write(
+        overlay.join("kustomization.yaml"),
+        "resources:\n  - ../../deploy/kubernetes\nnamespace: platform\n",
+    )
+    .expect("overlay");
+    let built =
+        run(&tool("kubectl"), &["kustomize", overlay.to_str().unwrap_or_default()]).unwrap_or_else(|e| panic!("{e}"));
+    let objects = parse_documents(&built);
+    assert_eq!(find(&objects, "Namespace", None)["metadata"]["name"], "platform");
+    assert_eq!(find(&objects, "Deployment", Some("reloader"))["metadata"]["namespace"], "platform");
+    for binding in ["ClusterRoleBinding", "RoleBinding"] {
+        assert_eq!(find(&objects, binding, None)["subjects"][0]["namespace"], "platform", "{binding}");
+    }
+}

@@ -1,0 +1,286 @@
+//! The chart's RBAC is sufficient and minimal. The chart is rendered with every feature on (Argo Rollouts,
+//! DeploymentConfigs, CSI, HA; cluster-wide with a namespace selector, and namespaced) and with the optional
+//! kinds ignored (Secrets and Jobs: CronJobs must still create Jobs), its ServiceAccount and roles are applied,
+//! and the controller runs locally exactly as the chart's Deployment runs it (args and env) with a token of the
+//! chart's ServiceAccount (TokenRequest). With every rule it reloads each enabled kind and records an Event;
+//! with any single rule removed from the chart's roles, that no longer happens.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{chart::*, csi::*, custom::*, *};
+use k8s_openapi::api::{
+    batch::v1::{CronJob, Job},
+    core::v1::{ConfigMap, Namespace, Pod},
+    events::v1::Event,
+};
+use kube::{
+    Api, Client, ResourceExt,
+    api::{DeleteParams, ListParams, Patch, PatchParams, PostParams},
+};
+use serde_json::{Value, json};
+
+/// Every feature that brings RBAC of its own.
+const FEATURES: [&str; 2] = [
+    "--set",
+    "reloader.isArgoRollouts=true,reloader.isOpenshift=true,reloader.enableCSIIntegration=true,reloader.enableHA=true",
+];
+/// How long the controller may take to sync its watches, and then to perform every reload.
+const SYNC_WAIT: Duration = Duration::from_secs(20);
+const RELOADS_WAIT: Duration = Duration::from_secs(25);
+const ROLE_KINDS: [&str; 2] = ["ClusterRole", "Role"];
+/// The release (and namespace) name used to list the chart's rules.
+const PROBE: &str = "probe";
+
+/// One rule of one of the chart's roles: (kind, name without the release prefix, index), and what it grants.
+#[derive(Clone, Debug)]
+struct RuleRef {
+    kind: String,
+    name: String,
+    index: usize,
+    grants: Value,
+}
+
+/// Ignoring Secrets and Jobs: their rules go, except `jobs: create` for CronJob reloads.
+const IGNORING: [&str; 2] = ["--set", "reloader.ignoreSecrets=true,reloader.ignoreJobs=true"];
+
+/// Which chart configuration a case runs.
+#[derive(Clone, Copy, Debug)]
+struct Variant {
+    /// Cluster-wide (selecting only the case's namespace) or namespaced (`watchGlobally: false`).
+    cluster: bool,
+    /// Every feature on, or Secrets and Jobs ignored and no optional kinds.
+    full: bool,
+}
+
+/// The rendered chart for a case in `namespace`.
+fn render(namespace: &str, variant: Variant) -> Vec<Value> {
+    let scope = if variant.cluster {
+        format!("reloader.namespaceSelector=reloader-rbac-case={namespace}")
+    } else {
+        "reloader.watchGlobally=false".to_owned()
+    };
+    let mut values = if variant.full { FEATURES.to_vec() } else { IGNORING.to_vec() };
+    values.extend(["--set", scope.as_str()]);
+    template(namespace, namespace, &values)
+}
+
+/// Every rule of every role the chart renders.
+fn rules(objects: &[Value]) -> Vec<RuleRef> {
+    let roles = objects.iter().filter(|o| ROLE_KINDS.iter().any(|k| o["kind"] == *k));
+    roles
+        .flat_map(|role| {
+            let rules = role["rules"].as_array().cloned().unwrap_or_default();
+            rules.into_iter().enumerate().map(|(index, grants)| RuleRef {
+                kind: role["kind"].as_str().unwrap_or_default().to_owned(),
+                name: role["metadata"]["name"].as_str().unwrap_or_default().trim_start_matches(PROBE).to_owned(),
+                index,
+                grants,
+            })
+        })
+        .collect()
+}
+
+/// The chart's RBAC objects (ServiceAccount, roles, bindings), without `removed`.
+fn rbac_objects(objects: &[Value], removed: Option<&RuleRef>) -> Vec<Value> {
+    let kinds = ["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"];
+    let mut rbac: Vec<Value> = objects.iter().filter(|o| kinds.iter().any(|k| o["kind"] == *k)).cloned().collect();
+    if let Some(rule) = removed {
+        let role = rbac
+            .iter_mut()
+            .find(|o| {
+                o["kind"] == rule.kind.as_str()
+                    && o["metadata"]["name"].as_str().is_some_and(|n| n.ends_with(&rule.name))
+            })
+            .unwrap_or_else(|| panic!("no {} {}", rule.kind, rule.name));
+        if let Some(list) = role["rules"].as_array_mut() {
+            list.remove(rule.index);
+        }
+    }
+    rbac
+}
+
+/// One workload of each enabled kind, all auto-annotated, using ConfigMap `cfg`, Secret `sec` (full variant) or
+/// the CSI class `vault`. Returns the Job's UID (full variant).
+async fn create_workloads(ns: &TestNamespace, full: bool) -> String {
+    let auto = json!({"reloader.stakater.com/auto": "true"});
+    let uses = json!({"containers": [{"name": "app", "image": "x",
+        "envFrom": [{"configMapRef": {"name": "cfg"}}, {"secretRef": {"name": "sec"}}]}]});
+    create_configmap(ns, "cfg", &[("k", "1")], &[]).await;
+    create_secret(ns, "sec", &[("k", "1")], &[]).await;
+    for kind in [Kind::Deployment, Kind::StatefulSet, Kind::DaemonSet] {
+        kind.create(ns, &format!("{kind:?}").to_lowercase(), auto.clone(), json!({}), uses.clone()).await;
+    }
+    let mut job_spec = uses.clone();
+    job_spec["restartPolicy"] = json!("Never");
+    let cronjob: CronJob = serde_json::from_value(json!({
+        "metadata": {"name": "cron", "annotations": auto},
+        "spec": {"schedule": "0 0 1 1 *", "jobTemplate": {"spec": {"template": {"spec": job_spec}}}}
+    }))
+    .expect("cronjob");
+    api::<CronJob>(ns).create(&PostParams::default(), &cronjob).await.expect("create cronjob");
+    if !full {
+        return String::new();
+    }
+    create_custom(ns, &rollouts(), "rollout", auto.clone(), uses.clone()).await;
+    create_custom(ns, &deployment_configs(), "dc", auto.clone(), uses.clone()).await;
+    let job: Job = serde_json::from_value(json!({
+        "metadata": {"name": "job", "annotations": auto},
+        "spec": {"backoffLimit": 0, "template": {"spec": job_spec}}
+    }))
+    .expect("job");
+    let job_uid = api::<Job>(ns).create(&PostParams::default(), &job).await.expect("create job").uid();
+    create_class(ns, "vault", json!({})).await;
+    Kind::Deployment.create(ns, "csi", auto, json!({}), mounts("vault")).await;
+    wait_for("a pod of the csi Deployment", RELOAD_WAIT, || async {
+        let pods = ns.api::<Pod>().list(&ListParams::default().labels("app=csi")).await.map_err(|e| e.to_string())?;
+        if pods.items.is_empty() { Err("none".to_owned()) } else { Ok(()) }
+    })
+    .await;
+    write_pod_statuses(ns, "csi", "vault", "1").await;
+    job_uid.unwrap_or_default()
+}
+
+/// What has not been reloaded yet (empty when everything has).
+async fn missing_reloads(ns: &TestNamespace, full: bool, old_job_uid: &str) -> Vec<String> {
+    let mut missing = Vec::new();
+    let cm_hash = configmap_hash(&[("k", "2")]);
+    for kind in [Kind::Deployment, Kind::StatefulSet, Kind::DaemonSet] {
+        let name = format!("{kind:?}").to_lowercase();
+        if kind.env(ns, &name, "app", "STAKATER_CFG_CONFIGMAP").await.as_deref() != Some(cm_hash.as_str()) {
+            missing.push(format!("{kind:?} reload"));
+        }
+    }
+    let custom = if full { vec![(rollouts(), "rollout"), (deployment_configs(), "dc")] } else { vec![] };
+    for (resource, name) in custom {
+        let api: Api<kube::api::DynamicObject> = Api::namespaced_with(ns.client.clone(), &ns.name, &resource);
+        let template = api.get(name).await.map(|o| o.data["spec"]["template"].to_string()).unwrap_or_default();
+        if !template.contains(&cm_hash) {
+            missing.push(format!("{} reload", resource.kind));
+        }
+    }
+    let jobs = api::<Job>(ns).list(&ListParams::default()).await.map(|l| l.items).unwrap_or_default();
+    if !jobs.iter().any(|j| j.owner_references().iter().any(|o| o.kind == "CronJob" && o.name == "cron")) {
+        missing.push("CronJob reload (a Job from it)".into());
+    }
+    if full && !jobs.iter().any(|j| j.name_any() == "job" && j.uid().as_deref() != Some(old_job_uid)) {
+        missing.push("Job reload (recreated)".into());
+    }
+    if full && Kind::Deployment.revisions(ns, "csi").await < 2 {
+        missing.push("CSI reload".into());
+    }
+    if api::<ConfigMap>(ns).get_opt("reloader-meta-info").await.ok().flatten().is_none() {
+        missing.push("the meta-info ConfigMap".into());
+    }
+    let events = api::<Event>(ns).list(&ListParams::default()).await.map(|l| l.items).unwrap_or_default();
+    if !events.iter().any(|e| {
+        e.reason.as_deref() == Some("Reloaded")
+            && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("deployment")
+    }) {
+        missing.push("a Reloaded Event".into());
+    }
+    missing
+}
+
+/// Runs the controller as the chart configures it, with the chart's RBAC minus `removed`, and reports whether
+/// it reloaded every kind (Err says what did not happen).
+async fn reloads_everything(client: Client, variant: Variant, removed: Option<RuleRef>) -> Result<(), String> {
+    let ns = TestNamespace::create("rbac").await;
+    let labels = json!({"metadata": {"labels": {"reloader-rbac-case": ns.name}}});
+    Api::<Namespace>::all(client.clone())
+        .patch(&ns.name, &PatchParams::default(), &Patch::Merge(&labels))
+        .await
+        .expect("label namespace");
+    let objects = render(&ns.name, variant);
+    let rbac = rbac_objects(&objects, removed.as_ref());
+    apply(&client, &rbac).await;
+    let old_job_uid = create_workloads(&ns, variant.full).await;
+
+    let service_account = format!("{}-reloader", ns.name);
+    let kubeconfig = service_account_kubeconfig(&client, &ns.name, &service_account).await;
+    let (args, mut env) = container_command(&objects, &ns.name, &format!("{}-pod", ns.name));
+    env.push(("KUBECONFIG".into(), kubeconfig.display().to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let reloader = Reloader::spawn(&args, &env);
+    let outcome = async {
+        if !reloader.has_log_within("all watches synced", SYNC_WAIT).await {
+            return Err("the controller never synced its watches".to_owned());
+        }
+        set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
+        set_secret_value(&ns, "sec", "k", "2").await;
+        if variant.full {
+            write_pod_statuses(&ns, "csi", "vault", "2").await;
+        }
+        let start = std::time::Instant::now();
+        loop {
+            let missing = missing_reloads(&ns, variant.full, &old_job_uid).await;
+            if missing.is_empty() {
+                return Ok(());
+            }
+            if start.elapsed() > RELOADS_WAIT {
+                return Err(format!("missing: {}", missing.join(", ")));
+            }
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+    }
+    .await;
+    if outcome.is_err() && removed.is_none() {
+        eprintln!("----- reloader log -----\n{}", reloader.logs().join("\n"));
+    }
+    drop(reloader);
+    for cluster_scoped in rbac.iter().filter(|o| o["kind"].as_str().is_some_and(|k| k.starts_with("Cluster"))) {
+        let name = cluster_scoped["metadata"]["name"].as_str().unwrap_or_default();
+        let _ = api_for(&client, cluster_scoped).await.delete(name, &DeleteParams::default()).await;
+    }
+    outcome
+}
+
+/// The full chart works; each single rule's removal breaks something.
+async fn sufficient_and_minimal(variant: Variant) {
+    let client = testenv::harness::client().await;
+    for crd in [ROLLOUT_CRD, DC_CRD, SPC_CRD, SPCPS_CRD] {
+        install_crd(&client, crd).await;
+    }
+    let all_rules = rules(&render(PROBE, variant));
+    let mut cases = tokio::task::JoinSet::new();
+    for removed in std::iter::once(None).chain(all_rules.iter().cloned().map(Some)) {
+        let client = client.clone();
+        cases.spawn(async move { (removed.clone(), reloads_everything(client, variant, removed).await) });
+    }
+    let mut unneeded = Vec::new();
+    let mut tested = 0;
+    while let Some(joined) = cases.join_next().await {
+        let (removed, outcome) = joined.expect("case task");
+        match (removed, outcome) {
+            (None, Err(e)) => panic!("with the chart's full RBAC the controller did not reload everything: {e}"),
+            (None, Ok(())) => {}
+            (Some(rule), Ok(())) => {
+                unneeded.push(format!("{} {} rule {}: {}", rule.kind, rule.name, rule.index, rule.grants))
+            }
+            (Some(rule), Err(e)) => {
+                tested += 1;
+                eprintln!("without {} {} rule {} ({}): {e}", rule.kind, rule.name, rule.index, rule.grants);
+            }
+        }
+    }
+    assert!(unneeded.is_empty(), "rules the controller did not need:\n{}", unneeded.join("\n"));
+    assert_eq!(tested, all_rules.len());
+    assert!(tested >= if variant.full { 10 } else { 6 }, "the chart rendered only {tested} rules");
+}
+
+#[tokio::test]
+async fn cluster_wide_rbac_is_sufficient_and_each_rule_is_needed() {
+    sufficient_and_minimal(Variant { cluster: true, full: true }).await;
+}
+
+#[tokio::test]
+async fn namespaced_rbac_is_sufficient_and_each_rule_is_needed() {
+    sufficient_and_minimal(Variant { cluster: false, full: true }).await;
+}
+
+#[tokio::test]
+async fn with_secrets_and_jobs_ignored_the_reduced_rbac_still_reloads_cronjobs() {
+    sufficient_and_minimal(Variant { cluster: true, full: false }).await;
+}
