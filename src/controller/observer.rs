@@ -280,9 +280,14 @@ impl Observer {
             return;
         }
         let now = Instant::now();
+        let m = &self.ctx.metrics;
         for key in self.ctx.index().workload_keys() {
-            self.enqueue(key, now, false);
+            if self.active(&key.namespace) {
+                m.queue_adds.inc();
+                self.ctx.queue.add_background(key, now);
+            }
         }
+        m.queue_depth.set(i64::try_from(self.ctx.queue.len()).unwrap_or(i64::MAX));
     }
 }
 

@@ -1,6 +1,9 @@
 //! A deduplicating work queue with client-go semantics: a key waits in the queue at most once, is processed by
 //! at most one worker at a time, and a key added while in flight is processed again afterwards. Failed keys
 //! come back after an exponential backoff. Each entry remembers when it was first triggered, for latency.
+//! Keys added as background work (the full reconcile after a (re)list) wait in a second lane that is served
+//! only when the first is empty, so a change's reload does not queue behind a thousand first-sight records
+//! (BENCHMARKS.md, M1); a background key triggered by a change moves to the first lane.
 
 use std::{
     collections::{HashMap, HashSet, VecDeque},
@@ -13,8 +16,11 @@ use tokio::sync::Notify;
 
 struct State<K> {
     queue: VecDeque<K>,
-    /// Keys waiting in `queue` or to be re-queued after their in-flight run, with their first trigger time.
-    waiting: HashMap<K, Instant>,
+    /// The background lane, served when `queue` is empty.
+    background: VecDeque<K>,
+    /// Keys waiting in a lane or to be re-queued after their in-flight run: first trigger time, and whether
+    /// they are background work.
+    waiting: HashMap<K, (Instant, bool)>,
     in_flight: HashSet<K>,
     /// Keys whose delayed add is pending, with their first trigger time.
     delayed: HashMap<K, Instant>,
@@ -46,6 +52,7 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
     pub fn new(base_backoff: Duration, max_backoff: Duration) -> Self {
         let state = State {
             queue: VecDeque::new(),
+            background: VecDeque::new(),
             waiting: HashMap::new(),
             in_flight: HashSet::new(),
             delayed: HashMap::new(),
@@ -59,19 +66,41 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Adds `key`, triggered at `at`. No-op if it is already waiting (the earliest trigger time is kept).
+    /// Adds `key`, triggered at `at`. If it is already waiting, the earliest trigger time is kept (and a
+    /// background key moves to the first lane).
     pub fn add(&self, key: K, at: Instant) {
+        self.add_to_lane(key, at, false);
+    }
+
+    /// Adds `key` as background work: served after every other waiting key. No-op if it is already waiting.
+    pub fn add_background(&self, key: K, at: Instant) {
+        self.add_to_lane(key, at, true);
+    }
+
+    fn add_to_lane(&self, key: K, at: Instant, background: bool) {
         let mut s = self.lock();
         if s.closed {
             return;
         }
-        if let Some(t) = s.waiting.get_mut(&key) {
+        if let Some((t, was_background)) = s.waiting.get_mut(&key) {
             *t = (*t).min(at);
+            if *was_background && !background {
+                *was_background = false;
+                let s = &mut *s;
+                if let Some(i) = s.background.iter().position(|k| k == &key) {
+                    s.background.remove(i);
+                    s.queue.push_back(key);
+                }
+            }
             return;
         }
-        s.waiting.insert(key.clone(), at);
+        s.waiting.insert(key.clone(), (at, background));
         if !s.in_flight.contains(&key) {
-            s.queue.push_back(key);
+            if background {
+                s.background.push_back(key)
+            } else {
+                s.queue.push_back(key)
+            }
             drop(s);
             self.notify.notify_one();
         }
@@ -109,10 +138,10 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
             let notified = self.notify.notified();
             {
                 let mut s = self.lock();
-                if let Some(key) = s.queue.pop_front() {
-                    let at = s.waiting.remove(&key).unwrap_or_else(Instant::now);
+                if let Some(key) = s.queue.pop_front().or_else(|| s.background.pop_front()) {
+                    let at = s.waiting.remove(&key).map_or_else(Instant::now, |(t, _)| t);
                     s.in_flight.insert(key.clone());
-                    if !s.queue.is_empty() {
+                    if !s.queue.is_empty() || !s.background.is_empty() {
                         self.notify.notify_one();
                     }
                     return Some((key, at));
@@ -158,8 +187,12 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
 
     fn finish(&self, mut s: std::sync::MutexGuard<'_, State<K>>, key: &K) {
         s.in_flight.remove(key);
-        if s.waiting.contains_key(key) {
-            s.queue.push_back(key.clone());
+        if let Some(&(_, background)) = s.waiting.get(key) {
+            if background {
+                s.background.push_back(key.clone())
+            } else {
+                s.queue.push_back(key.clone())
+            }
             drop(s);
             self.notify.notify_one();
         }
@@ -167,7 +200,8 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
 
     /// Keys waiting (not in flight).
     pub fn len(&self) -> usize {
-        self.lock().queue.len()
+        let s = self.lock();
+        s.queue.len() + s.background.len()
     }
 
     /// True when nothing waits.
@@ -247,6 +281,26 @@ mod tests {
         assert_eq!(q.next().await, Some(("a", t0)));
         tokio::time::sleep(Duration::from_millis(200)).await;
         assert!(q.is_empty(), "the second trigger did not schedule another run");
+    }
+
+    #[tokio::test]
+    async fn background_keys_wait_for_the_first_lane_and_a_change_promotes_them() {
+        let q = queue();
+        let t0 = Instant::now();
+        q.add_background("record-a", t0);
+        q.add_background("record-b", t0);
+        q.add_background("record-c", t0);
+        q.add("change", t0);
+        q.add("record-c", t0); // a change of a background key: promoted
+        q.add_background("change", t0); // already waiting: stays in the first lane
+        let mut order = Vec::new();
+        for _ in 0..4 {
+            let (k, _) = q.next().await.expect("key");
+            q.done(&k);
+            order.push(k);
+        }
+        assert_eq!(order, ["change", "record-c", "record-a", "record-b"]);
+        assert!(q.is_empty());
     }
 
     #[tokio::test]
