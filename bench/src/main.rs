@@ -78,18 +78,7 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
 }
 
 fn main() -> ExitCode {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,kube_client=off,tower_http=off"));
-    tracing_subscriber::fmt().with_writer(std::io::stderr).with_target(false).with_env_filter(filter).init();
-    testenv::install_crypto_provider();
-    // Current-thread runtime: control-plane children get PDEATHSIG for the spawning thread (testenv::process).
-    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("bench: cannot start a runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
+    let Some(rt) = testenv::tool_runtime("bench") else { return ExitCode::FAILURE };
     match rt.block_on(main_async(Args::parse())) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),

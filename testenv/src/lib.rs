@@ -57,3 +57,21 @@ pub enum Error {
 pub fn install_crypto_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
+
+/// Startup shared by the `testenv` and `bench` binaries: logs to stderr (kube's client logs every failed
+/// readiness poll at error level while components start, so it is silenced), the crypto provider, and a
+/// current-thread runtime — control-plane children get `PR_SET_PDEATHSIG` for the spawning thread, which must
+/// outlive them. `None` (after a message naming `program`) when the runtime cannot start.
+pub fn tool_runtime(program: &str) -> Option<tokio::runtime::Runtime> {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,kube_client=off,tower_http=off"));
+    tracing_subscriber::fmt().with_writer(std::io::stderr).with_target(false).with_env_filter(filter).init();
+    install_crypto_provider();
+    match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => Some(rt),
+        Err(e) => {
+            eprintln!("{program}: cannot start a runtime: {e}");
+            None
+        }
+    }
+}

@@ -52,20 +52,7 @@ struct StartArgs {
 }
 
 fn main() -> ExitCode {
-    // kube's client logs every failed readiness poll (through tower-http) at error level; those are expected
-    // while components start.
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,kube_client=off,tower_http=off"));
-    tracing_subscriber::fmt().with_writer(std::io::stderr).with_target(false).with_env_filter(filter).init();
-    testenv::install_crypto_provider();
-    // Current-thread runtime: children get PR_SET_PDEATHSIG for the spawning thread, which must outlive them.
-    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("testenv: cannot start a runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
+    let Some(rt) = testenv::tool_runtime("testenv") else { return ExitCode::FAILURE };
     match rt.block_on(run(Args::parse())) {
         Ok(code) => code,
         Err(e) => {
