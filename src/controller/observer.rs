@@ -5,7 +5,7 @@
 use std::{
     collections::{HashMap, HashSet},
     sync::Arc,
-    time::{Duration, Instant},
+    time::Instant,
 };
 
 use tracing::{debug, info, warn};
@@ -36,6 +36,16 @@ pub(super) struct Observer {
     pub(super) csi_flags: HashMap<(String, String), (bool, bool)>,
 }
 
+/// How a workload key enters the work queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lane {
+    /// A change of the workload itself: at once.
+    Change,
+    /// A change of a resource it uses: after the coalescing window.
+    CoalescedChange,
+    /// The full reconcile after a (re)list: behind every change (queue.rs, background lane).
+    Reconcile,
+}
 impl Observer {
     pub(super) fn new(ctx: Arc<Context>, infos: Vec<StreamInfo>) -> Self {
         let listed = vec![false; infos.len()];
@@ -80,15 +90,21 @@ impl Observer {
         if stale { Baseline::Stale } else { Baseline::Current }
     }
 
-    fn enqueue(&self, key: WorkloadKey, at: Instant, coalesce: bool) {
+    fn enqueue(&self, key: WorkloadKey, at: Instant, lane: Lane) {
         let m = &self.ctx.metrics;
         if !self.active(&key.namespace) {
-            m.skipped.with_label_values(&["ignored_or_not_selected"]).inc();
+            // A skipped change is counted (upstream's reason); a skipped full-reconcile key is not a change.
+            if lane != Lane::Reconcile {
+                m.skipped.with_label_values(&["ignored_or_not_selected"]).inc();
+            }
             return;
         }
-        let window = if coalesce { self.ctx.settings.coalesce_window } else { Duration::ZERO };
         m.queue_adds.inc();
-        self.ctx.queue.add_after(key, at, window);
+        match lane {
+            Lane::Change => self.ctx.queue.add(key, at),
+            Lane::CoalescedChange => self.ctx.queue.add_after(key, at, self.ctx.settings.coalesce_window),
+            Lane::Reconcile => self.ctx.queue.add_background(key, at),
+        }
         m.queue_depth.set(i64::try_from(self.ctx.queue.len()).unwrap_or(i64::MAX));
     }
 
@@ -104,7 +120,7 @@ impl Observer {
             return;
         }
         for w in index.candidates(key) {
-            self.enqueue(w, now, true);
+            self.enqueue(w, now, Lane::CoalescedChange);
         }
     }
 
@@ -186,7 +202,7 @@ impl Observer {
                     }
                 }
                 if update.relevant && self.synced {
-                    self.enqueue(key, now, false);
+                    self.enqueue(key, now, Lane::Change);
                 }
             }
             Observed::WorkloadDeleted(key) => {
@@ -280,14 +296,9 @@ impl Observer {
             return;
         }
         let now = Instant::now();
-        let m = &self.ctx.metrics;
         for key in self.ctx.index().workload_keys() {
-            if self.active(&key.namespace) {
-                m.queue_adds.inc();
-                self.ctx.queue.add_background(key, now);
-            }
+            self.enqueue(key, now, Lane::Reconcile);
         }
-        m.queue_depth.set(i64::try_from(self.ctx.queue.len()).unwrap_or(i64::MAX));
     }
 }
 
