@@ -14,6 +14,23 @@ pub const CONTROLLER_USER: &str = "reloader-bench";
 /// Control-plane components that only react to rollouts (see [`BenchEnv::local`]).
 const REACTORS: [&str; 3] = ["kube-controller-manager", "kube-scheduler", "kwok"];
 
+/// kube-controller-manager's controllers minus those that roll Deployments, StatefulSets and DaemonSets out.
+const ROLLOUTS_OFF: &str =
+    "--controllers=*,-deployment-controller,-replicaset-controller,-statefulset-controller,-daemonset-controller";
+
+/// How to start the local control plane.
+pub struct LocalPlane {
+    /// KWOK fake nodes.
+    pub nodes: usize,
+    /// Run the [`REACTORS`] at nice 10.
+    pub renice_reactors: bool,
+    /// Extra kube-apiserver flags (after the bench's own, so they win).
+    pub apiserver_args: Vec<String>,
+    /// Whether kube-controller-manager runs the controllers that turn template writes into ReplicaSets and
+    /// pods (off: only the controller under test's writes load the API server).
+    pub rollouts: bool,
+}
+
 /// The cluster and how the controller reaches it.
 pub struct BenchEnv {
     /// Admin client for the bench's own requests.
@@ -31,16 +48,11 @@ impl BenchEnv {
     /// Starts a local control plane in `<target>/testenv/bench` with an audit policy that logs only the
     /// controller's user, and mints that user's kubeconfig (`system:masters`, like a cluster-wide install).
     ///
-    /// With `renice_reactors`, the components that only react to rollouts (kube-controller-manager creating
+    /// With `local.renice_reactors`, the components that only react to rollouts (kube-controller-manager creating
     /// ReplicaSets and pods, kube-scheduler, KWOK) run at nice 10: on a 2-core machine their work after each
     /// reload otherwise competes with the API server and the controller under test for the same cores, which
     /// a real cluster's separate control-plane nodes would not.
-    pub async fn local(
-        target_dir: PathBuf,
-        out_dir: PathBuf,
-        nodes: usize,
-        renice_reactors: bool,
-    ) -> Result<Self, Error> {
+    pub async fn local(target_dir: PathBuf, out_dir: PathBuf, local: &LocalPlane) -> Result<Self, Error> {
         let bin_dir = testenv::binaries::ensure_built()?;
         let state_dir = target_dir.join("testenv").join("bench");
         let policy_dir = target_dir.join("bench-audit");
@@ -52,7 +64,7 @@ impl BenchEnv {
         let plane = ControlPlane::start(&Options {
             bin_dir,
             state_dir: state_dir.clone(),
-            nodes,
+            nodes: local.nodes,
             ready_timeout: Duration::from_secs(120),
             extra_apiserver_args: vec![
                 format!("--audit-policy-file={}", policy.display()),
@@ -60,13 +72,17 @@ impl BenchEnv {
                 "--audit-log-format=json".into(),
                 // Blocking writes keep every event; the policy makes them rare.
                 "--audit-log-mode=blocking".into(),
-            ],
+            ]
+            .into_iter()
+            .chain(local.apiserver_args.iter().cloned())
+            .collect(),
+            extra_controller_manager_args: if local.rollouts { Vec::new() } else { vec![ROLLOUTS_OFF.into()] },
         })
         .await?;
         let controller_kubeconfig = state_dir.join("controller.kubeconfig");
         plane.write_user_kubeconfig(&controller_kubeconfig, CONTROLLER_USER, &["system:masters"])?;
         let client = plane.client().await?;
-        if renice_reactors {
+        if local.renice_reactors {
             for (name, pid) in plane.pids().into_iter().filter(|(n, _)| REACTORS.contains(n)) {
                 let ok = std::process::Command::new("renice")
                     .args(["-n", "10", "-p", &pid.to_string()])

@@ -12,7 +12,7 @@ use std::{path::PathBuf, process::ExitCode, time::Duration};
 use anyhow::Context as _;
 use bench::{
     controller::ControllerSpec,
-    env::BenchEnv,
+    env::{BenchEnv, LocalPlane},
     report::{self, Report, ScenarioResult},
     scenarios::{
         self, ScenarioId,
@@ -61,6 +61,15 @@ struct Args {
     /// KWOK fake nodes of the local control plane.
     #[arg(long, default_value_t = 2)]
     nodes: usize,
+    /// An extra kube-apiserver flag for the local control plane, repeatable; e.g.
+    /// `--apiserver-arg=--profiling=true` to take a CPU profile from `/debug/pprof/profile` during a run.
+    #[arg(long = "apiserver-arg", allow_hyphen_values = true)]
+    apiserver_args: Vec<String>,
+    /// Run kube-controller-manager without its Deployment, ReplicaSet, StatefulSet and DaemonSet controllers:
+    /// template writes are still made and seen, but spawn no ReplicaSets or pods, so the API server serves the
+    /// controller under test instead of the rollouts it causes (isolates the controller's own latency).
+    #[arg(long)]
+    no_rollouts: bool,
 }
 
 /// Parses `10s`, `500ms`, `2m` or a plain number of seconds.
@@ -115,7 +124,15 @@ async fn main_async(args: Args) -> anyhow::Result<bool> {
     std::fs::create_dir_all(&args.out).with_context(|| args.out.display().to_string())?;
     let mut env = match &args.kubeconfig {
         Some(k) => BenchEnv::external(k.clone(), args.out.clone()).await?,
-        None => BenchEnv::local(workspace_target(), args.out.clone(), args.nodes, !args.no_renice).await?,
+        None => {
+            let plane = LocalPlane {
+                nodes: args.nodes,
+                renice_reactors: !args.no_renice,
+                apiserver_args: args.apiserver_args.clone(),
+                rollouts: !args.no_rollouts,
+            };
+            BenchEnv::local(workspace_target(), args.out.clone(), &plane).await?
+        }
     };
     let opts = RunOptions {
         duration: args.duration,

@@ -33,6 +33,8 @@ pub struct Options {
     pub ready_timeout: Duration,
     /// Extra kube-apiserver flags (e.g. an audit policy for the benchmark), appended after the defaults.
     pub extra_apiserver_args: Vec<String>,
+    /// Extra kube-controller-manager flags, appended after the defaults (a repeated flag wins).
+    pub extra_controller_manager_args: Vec<String>,
 }
 
 /// A running control plane. Call [`ControlPlane::stop`]; dropping it also kills the processes.
@@ -171,7 +173,10 @@ impl ControlPlane {
                 "--kube-api-burst=400".into(),
                 "--concurrent-deployment-syncs=10".into(),
                 "--concurrent-replicaset-syncs=10".into(),
-            ],
+            ]
+            .into_iter()
+            .chain(opts.extra_controller_manager_args.iter().cloned())
+            .collect(),
         )?;
         self.spawn(
             "kube-scheduler",

@@ -105,6 +105,7 @@ async fn start_plane(start: &StartArgs) -> Result<ControlPlane, testenv::Error> 
         nodes: start.nodes,
         ready_timeout: Duration::from_secs(120),
         extra_apiserver_args: Vec::new(),
+        extra_controller_manager_args: Vec::new(),
     })
     .await?;
     eprintln!("testenv: control plane ready in {:.1}s", started.elapsed().as_secs_f64());
