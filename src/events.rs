@@ -1,9 +1,15 @@
 //! Kubernetes Events (events.k8s.io/v1) on workloads: `Reloaded` for every reload, `ReloadFail` when a write
 //! is rejected (upstream v1's reasons and messages), `InvalidAnnotation` for a bad annotation value. Events go
 //! through a bounded queue to one publisher task, so they never delay reloads; overflow is counted, not waited
-//! for. Messages name resources and annotation values, never Secret data.
+//! for. While reloads are being written the publisher holds back (up to [`MAX_DEFER`]): an Event costs the API
+//! server as much as a reload's PATCH, and in a fan-out of 50 workloads writing the 50 Events between the
+//! PATCHes doubled the time to the last reload (BENCHMARKS.md, S2). Messages name resources and annotation
+//! values, never Secret data.
 
-use std::sync::Arc;
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::{
@@ -18,22 +24,33 @@ use crate::{metrics::Metrics, workload::WorkloadKey};
 pub const REPORTER: &str = "reloader";
 /// Pending events beyond this are dropped (and counted).
 const QUEUE: usize = 1024;
+/// Longest an event waits for reload work to finish before it is published anyway.
+pub const MAX_DEFER: Duration = Duration::from_secs(2);
+/// How often a held-back event looks again whether reload work is still going on.
+const DEFER_POLL: Duration = Duration::from_millis(20);
+
+/// A queued event, with when it was queued.
+type Pending = (ObjectReference, Event, Instant);
 
 /// Sends events to the publisher task.
 #[derive(Clone)]
 pub struct EventSink {
-    tx: mpsc::Sender<(ObjectReference, Event)>,
+    tx: mpsc::Sender<Pending>,
     metrics: Arc<Metrics>,
 }
 
 impl EventSink {
-    /// Starts the publisher task.
-    pub fn spawn(client: Client, metrics: Arc<Metrics>) -> Self {
-        let (tx, mut rx) = mpsc::channel::<(ObjectReference, Event)>(QUEUE);
+    /// Starts the publisher task. It holds each event back while `busy()` (reloads waiting or being written),
+    /// for at most [`MAX_DEFER`] after the event was queued.
+    pub fn spawn(client: Client, metrics: Arc<Metrics>, busy: impl Fn() -> bool + Send + 'static) -> Self {
+        let (tx, mut rx) = mpsc::channel::<Pending>(QUEUE);
         let recorder = Recorder::new(client, Reporter::from(REPORTER));
         let m = metrics.clone();
         tokio::spawn(async move {
-            while let Some((reference, event)) = rx.recv().await {
+            while let Some((reference, event, queued)) = rx.recv().await {
+                while busy() && queued.elapsed() < MAX_DEFER {
+                    tokio::time::sleep(DEFER_POLL).await;
+                }
                 if let Err(e) = recorder.publish(&event, &reference).await {
                     m.errors.with_label_values(&["event_publish"]).inc();
                     tracing::debug!("publishing event {} failed: {e}", event.reason);
@@ -53,7 +70,7 @@ impl EventSink {
             ..ObjectReference::default()
         };
         let event = Event { type_, reason: reason.into(), note: Some(note), action: action.into(), secondary: None };
-        if self.tx.try_send((reference, event)).is_err() {
+        if self.tx.try_send((reference, event, Instant::now())).is_err() {
             self.metrics.errors.with_label_values(&["event_dropped"]).inc();
         }
     }

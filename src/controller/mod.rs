@@ -110,7 +110,11 @@ pub async fn run(
     sources.extend(present);
     let (infos, mut observations) = watch::observe(&client, &settings.watch, &sources, &settings.keys);
     let queue = WorkQueue::new(Duration::from_millis(100), settings.max_backoff);
-    let events = Some(EventSink::spawn(client.clone(), metrics.clone()));
+    let busy = {
+        let queue = queue.clone();
+        move || queue.has_change_work()
+    };
+    let events = Some(EventSink::spawn(client.clone(), metrics.clone(), busy));
     let spawn =
         |cfg: Option<AlertConfig>| cfg.and_then(|c| Alerter::spawn(c, metrics.clone()).map_err(|e| warn!("{e}")).ok());
     let (alerts, webhook) = (spawn(settings.alerts.clone()), spawn(settings.webhook.clone()));

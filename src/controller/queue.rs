@@ -204,6 +204,13 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
         s.queue.len() + s.background.len()
     }
 
+    /// True while a change-triggered key waits or any key is being processed (background work that only
+    /// waits does not count: it is served when nothing else is).
+    pub fn has_change_work(&self) -> bool {
+        let s = self.lock();
+        !s.queue.is_empty() || !s.in_flight.is_empty()
+    }
+
     /// True when nothing waits.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
@@ -301,6 +308,25 @@ mod tests {
         }
         assert_eq!(order, ["change", "record-c", "record-a", "record-b"]);
         assert!(q.is_empty());
+    }
+
+    #[tokio::test]
+    async fn change_work_is_a_waiting_change_or_anything_in_flight() {
+        let q = queue();
+        let t0 = Instant::now();
+        q.add_background("record", t0);
+        assert!(!q.has_change_work(), "waiting background work alone does not hold events back");
+        q.add("change", t0);
+        assert!(q.has_change_work());
+        let (k, _) = q.next().await.expect("key");
+        assert_eq!(k, "change");
+        assert!(q.has_change_work(), "in flight");
+        q.done(&k);
+        assert!(!q.has_change_work());
+        let (k, _) = q.next().await.expect("key");
+        assert!(q.has_change_work(), "background work being written counts");
+        q.done(&k);
+        assert!(!q.has_change_work());
     }
 
     #[tokio::test]

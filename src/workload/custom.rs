@@ -7,13 +7,13 @@
 use k8s_openapi::{api::core::v1::PodTemplateSpec, apimachinery::pkg::apis::meta::v1::ObjectMeta};
 use kube::{
     Api, Client,
-    api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams},
+    api::{ApiResource, DynamicObject, GroupVersionKind, Patch},
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::{WorkloadKey, WorkloadWrite};
-use crate::constants::{FIELD_MANAGER, annotation::APPLIED_HASHES};
+use crate::constants::annotation::APPLIED_HASHES;
 
 /// `spec` of a custom workload: only what reloads need.
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
@@ -80,8 +80,8 @@ pub(super) async fn write<K: kube::Resource<DynamicType = ()>>(
     if body == json!({}) {
         return Ok(());
     }
-    let params = PatchParams { field_manager: Some(FIELD_MANAGER.into()), ..PatchParams::default() };
-    api.patch(&key.name, &params, &Patch::Merge(&body)).await.map(|_| ())
+    let url = <DynamicObject as kube::Resource>::url_path(&resource, Some(&key.namespace));
+    super::patch_ignoring_response(client, &url, &key.name, &Patch::Merge(&body)).await
 }
 
 impl super::WorkloadObject for Rollout {
