@@ -43,11 +43,17 @@ testenv-binaries: build
 bench-build:
 	$(CARGO) build --release -p reloader -p bench
 
-# S1–S13 with our binary (coalescing off) and again with coalescing on as the baseline, then M1 (ours only).
+BENCH_S := S1,S2,S3,S4,S5,S6,S7,S8,S9,S10,S11,S12,S13
+
+# S1–S13 with our binary (coalescing off) and again with coalescing on as the baseline; S1–S13 and M1 again with
+# kube-controller-manager not rolling workloads out (--no-rollouts: the controller's own latency, without the
+# ReplicaSets and pods each reload spawns competing for the 2 cores); then M1 with rollouts. See BENCHMARKS.md.
 bench: bench-build
-	target/release/bench --scenarios S1,S2,S3,S4,S5,S6,S7,S8,S9,S10,S11,S12,S13 --duration 10s \
+	target/release/bench --scenarios $(BENCH_S) --duration 10s \
 		--controller-cmd "$(BENCH_OURS)" --baseline-cmd "$(BENCH_COALESCING)" --baseline-label coalescing \
 		--out target/bench/all $(BENCH_ARGS)
+	target/release/bench --no-rollouts --scenarios $(BENCH_S),M1 --duration 10s --controller-cmd "$(BENCH_OURS)" \
+		--out target/bench/no-rollouts $(BENCH_ARGS)
 	target/release/bench --scenarios M1 --controller-cmd "$(BENCH_OURS)" --out target/bench/m1 $(BENCH_ARGS)
 
 # Upstream's loadtest-quick: S1, S4, S6 with our binary.

@@ -84,8 +84,12 @@ pub struct ApiCounts {
     pub by_verb: BTreeMap<String, u64>,
     /// By `verb resource`.
     pub by_verb_resource: BTreeMap<String, u64>,
-    /// Pod-template writes to workloads (the reloads themselves).
+    /// Accepted pod-template writes to workloads (the reloads themselves).
     pub template_writes: u64,
+    /// Workload writes the API server refused (e.g. 404: the workload was deleted meanwhile, as in S5's churn;
+    /// 409: a conflict the controller retries). They roll nothing out, so they are not template writes.
+    #[serde(default)]
+    pub failed_workload_writes: u64,
     /// Workload writes that leave the pod template alone (our `applied-hashes` record, pause/resume).
     pub metadata_writes: u64,
     /// Event objects written (`events`, core or events.k8s.io).
@@ -125,6 +129,7 @@ pub fn summarize<'a>(
         match r.verb.as_str() {
             "get" | "list" => c.reads += 1,
             // NB: an `update` (PUT) carries the whole object; upstream uses it only for kinds it cannot patch.
+            "patch" | "update" if workload && r.code >= 400 => c.failed_workload_writes += 1,
             "patch" | "update" if workload && (r.touches_template || r.verb == "update") => c.template_writes += 1,
             "patch" | "update" if workload => c.metadata_writes += 1,
             v if is_write(v) && r.resource == "events" => c.event_writes += 1,
@@ -188,20 +193,22 @@ mod tests {
             line("5", "get", "deployments", "bench", &t(5), 404, ""),
             line("6", "watch", "secrets", "bench", &t(6), 200, ""),
             line("7", "update", "statefulsets", "bench", &t(7), 409, r#"{"spec":{}}"#),
+            line("7b", "patch", "deployments", "bench", &t(7), 404, r#"{"spec":{"template":{}}}"#), // deleted
             line("8", "create", "leases", "bench", &t(8), 201, ""),
             line("9", "patch", "deployments", "someone-else", &t(9), 200, r#"{"spec":{}}"#),
             line("10", "patch", "deployments", "bench", &t(59), 200, r#"{"spec":{}}"#), // after the window
         ];
         let records: Vec<Record> = lines.iter().filter_map(|l| parse_line(l)).collect();
         let c = summarize(&records, "bench", t(0).parse().expect("ts"), t(30).parse().expect("ts"));
-        assert_eq!(c.total, 9);
-        assert_eq!(c.template_writes, 2);
+        assert_eq!(c.total, 10);
+        assert_eq!(c.template_writes, 1);
+        assert_eq!(c.failed_workload_writes, 2);
         assert_eq!(c.metadata_writes, 2);
         assert_eq!(c.event_writes, 1);
         assert_eq!(c.other_writes, 1);
         assert_eq!(c.reads, 2);
-        assert_eq!(c.errors, 2);
-        assert_eq!(c.by_verb.get("patch"), Some(&3));
+        assert_eq!(c.errors, 3);
+        assert_eq!(c.by_verb.get("patch"), Some(&4));
         assert_eq!(c.by_verb.get("watch"), Some(&1));
         assert_eq!(c.by_verb_resource.get("list configmaps"), Some(&1));
     }

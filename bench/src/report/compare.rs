@@ -42,6 +42,10 @@ pub const METRICS: &[Metric] = &[
     Metric { name: "template writes", value: |r| r.api.as_ref().map(|a| a.template_writes as f64) },
     Metric { name: "writes per reload", value: |r| r.writes_per_reload },
     Metric { name: "metadata-only workload writes", value: |r| r.api.as_ref().map(|a| a.metadata_writes as f64) },
+    Metric {
+        name: "refused workload writes (404/409…)",
+        value: |r| r.api.as_ref().map(|a| a.failed_workload_writes as f64),
+    },
     Metric { name: "event writes", value: |r| r.api.as_ref().map(|a| a.event_writes as f64) },
     Metric { name: "GET + LIST", value: |r| r.api.as_ref().map(|a| a.reads as f64) },
     Metric { name: "API errors (4xx/5xx)", value: |r| r.api.as_ref().map(|a| a.errors as f64) },
