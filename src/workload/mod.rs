@@ -312,8 +312,8 @@ async fn strategic_patch<K: WorkloadObject>(
 }
 
 /// PATCHes `name` in the collection at `url` as field manager `reloader`, and does not decode the object the
-/// API server returns: the workload watch delivers it anyway, and decoding a whole workload per reload was
-/// CPU taken from the API server on a small control plane (BENCHMARKS.md, S2).
+/// API server returns: the workload watch delivers it anyway, and decoding a whole workload per reload took
+/// CPU from the cores a small control plane shares with the controller (BENCHMARKS.md, S2).
 pub(crate) async fn patch_ignoring_response<P: serde::Serialize + fmt::Debug>(
     client: &Client,
     url: &str,
