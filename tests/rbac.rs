@@ -3,7 +3,9 @@
 //! kinds ignored (Secrets and Jobs: CronJobs must still create Jobs), its ServiceAccount and roles are applied,
 //! and the controller runs locally exactly as the chart's Deployment runs it (args and env) with a token of the
 //! chart's ServiceAccount (TokenRequest). With every rule it reloads each enabled kind and records an Event;
-//! with any single rule removed from the chart's roles, that no longer happens.
+//! with any single rule removed from the chart's roles, that no longer happens. Scoped mode
+//! (`reloader.namespaces`, a Role per listed namespace, the same rules as the namespaced variant) is run once
+//! with its full RBAC: it reloads in every listed namespace and nowhere else.
 
 mod common;
 
@@ -183,6 +185,18 @@ async fn missing_reloads(ns: &TestNamespace, full: bool, old_job_uid: &str) -> V
     missing
 }
 
+/// Starts the controller as the chart's Deployment runs it (args, env) with a token of the chart's
+/// ServiceAccount, released as `release` in namespace `release`.
+async fn spawn_as_chart_runs_it(client: &Client, objects: &[Value], release: &str) -> Reloader {
+    let service_account = format!("{release}-reloader");
+    let kubeconfig = service_account_kubeconfig(client, release, &service_account).await;
+    let (args, mut env) = container_command(objects, release, &format!("{release}-pod"));
+    env.push(("KUBECONFIG".into(), kubeconfig.display().to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    Reloader::spawn(&args, &env)
+}
+
 /// Runs the controller as the chart configures it, with the chart's RBAC minus `removed`, and reports whether
 /// it reloaded every kind (Err says what did not happen).
 async fn reloads_everything(client: Client, variant: Variant, removed: Option<RuleRef>) -> Result<(), String> {
@@ -197,13 +211,7 @@ async fn reloads_everything(client: Client, variant: Variant, removed: Option<Ru
     apply(&client, &rbac).await;
     let old_job_uid = create_workloads(&ns, variant.full).await;
 
-    let service_account = format!("{}-reloader", ns.name);
-    let kubeconfig = service_account_kubeconfig(&client, &ns.name, &service_account).await;
-    let (args, mut env) = container_command(&objects, &ns.name, &format!("{}-pod", ns.name));
-    env.push(("KUBECONFIG".into(), kubeconfig.display().to_string()));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let reloader = Reloader::spawn(&args, &env);
+    let reloader = spawn_as_chart_runs_it(&client, &objects, &ns.name).await;
     let outcome = async {
         if !reloader.has_log_within("all watches synced", SYNC_WAIT).await {
             return Err("the controller never synced its watches".to_owned());
@@ -283,4 +291,49 @@ async fn namespaced_rbac_is_sufficient_and_each_rule_is_needed() {
 #[tokio::test]
 async fn with_secrets_and_jobs_ignored_the_reduced_rbac_still_reloads_cronjobs() {
     sufficient_and_minimal(Variant { cluster: true, full: false }).await;
+}
+
+/// Scoped mode (`reloader.namespaces`): no ClusterRole, a Role per listed namespace; with only those the
+/// controller syncs, reloads in every listed namespace and leaves an unlisted one alone.
+#[tokio::test]
+async fn scoped_rbac_reloads_in_each_listed_namespace_and_nowhere_else() {
+    let client = testenv::harness::client().await;
+    let release = TestNamespace::create("rbac-scoped").await;
+    let (team_a, team_b) = (TestNamespace::create("rbac-team-a").await, TestNamespace::create("rbac-team-b").await);
+    let outside = TestNamespace::create("rbac-outside").await;
+    let listed = format!("reloader.watchGlobally=false,reloader.namespaces={{{},{}}}", team_a.name, team_b.name);
+    let objects = template(&release.name, &release.name, &["--set", &listed]);
+    assert!(!objects.iter().any(|o| o["kind"] == "ClusterRole"), "scoped mode must not render a ClusterRole");
+    let rbac = rbac_objects(&objects, None);
+    let role_namespaces: Vec<&str> =
+        rbac.iter().filter(|o| o["kind"] == "Role").filter_map(|o| o["metadata"]["namespace"].as_str()).collect();
+    for ns in [&team_a.name, &team_b.name, &release.name] {
+        assert!(role_namespaces.contains(&ns.as_str()), "no Role in {ns}: {role_namespaces:?}");
+    }
+    apply(&client, &rbac).await;
+    let uses = json!({"containers": [{"name": "app", "image": "x", "envFrom": [{"configMapRef": {"name": "cfg"}}]}]});
+    for ns in [&team_a, &team_b, &outside] {
+        create_configmap(ns, "cfg", &[("k", "1")], &[]).await;
+        let auto = json!({"reloader.stakater.com/auto": "true"});
+        Kind::Deployment.create(ns, "app", auto, json!({}), uses.clone()).await;
+    }
+    let reloader = spawn_as_chart_runs_it(&client, &objects, &release.name).await;
+    assert!(reloader.has_log_within("all watches synced", SYNC_WAIT).await, "{}", reloader.logs().join("\n"));
+    for ns in [&team_a, &team_b, &outside] {
+        set_configmap_data(ns, "cfg", &[("k", "2")]).await;
+    }
+    let hash = configmap_hash(&[("k", "2")]);
+    for ns in [&team_a, &team_b] {
+        wait_for("the reload in a listed namespace", RELOADS_WAIT, || async {
+            let value = Kind::Deployment.env(ns, "app", "app", "STAKATER_CFG_CONFIGMAP").await;
+            if value.as_deref() == Some(hash.as_str()) { Ok(()) } else { Err(format!("{value:?}")) }
+        })
+        .await;
+    }
+    let meta_info = api::<ConfigMap>(&release).get_opt("reloader-meta-info").await.expect("get meta-info");
+    assert!(meta_info.is_some(), "the meta-info ConfigMap in the release namespace");
+    // The listed namespaces' reloads are done; the unlisted one had the same time and more to see nothing.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(Kind::Deployment.env(&outside, "app", "app", "STAKATER_CFG_CONFIGMAP").await, None);
+    assert!(!reloader.logs().iter().any(|l| l.contains("forbidden")), "{}", reloader.logs().join("\n"));
 }
