@@ -3,7 +3,8 @@
 //! come back after an exponential backoff. Each entry remembers when it was first triggered, for latency.
 //! Keys added as background work (the full reconcile after a (re)list) wait in a second lane that is served
 //! only when the first is empty, so a change's reload does not queue behind a thousand first-sight records
-//! (BENCHMARKS.md, M1); a background key triggered by a change moves to the first lane.
+//! (BENCHMARKS.md, M1); a background key triggered by a change moves to the first lane in O(1): its old place
+//! in the background lane is left behind and skipped when reached.
 
 use std::{
     collections::{HashMap, HashSet, VecDeque},
@@ -16,8 +17,10 @@ use tokio::sync::Notify;
 
 struct State<K> {
     queue: VecDeque<K>,
-    /// The background lane, served when `queue` is empty.
+    /// The background lane, served when `queue` is empty. May hold stale entries of promoted keys.
     background: VecDeque<K>,
+    /// How many entries of `background` are stale (their key was promoted to `queue`).
+    stale: usize,
     /// Keys waiting in a lane or to be re-queued after their in-flight run: first trigger time, and whether
     /// they are background work.
     waiting: HashMap<K, (Instant, bool)>,
@@ -26,6 +29,19 @@ struct State<K> {
     delayed: HashMap<K, Instant>,
     failures: HashMap<K, u32>,
     closed: bool,
+}
+
+impl<K: Eq + Hash> State<K> {
+    /// The next live key of the background lane, dropping stale entries of promoted keys on the way.
+    fn pop_background(&mut self) -> Option<K> {
+        while let Some(key) = self.background.pop_front() {
+            if self.waiting.get(&key).is_some_and(|&(_, background)| background) && !self.in_flight.contains(&key) {
+                return Some(key);
+            }
+            self.stale = self.stale.saturating_sub(1);
+        }
+        None
+    }
 }
 
 /// The queue. Cheap to clone.
@@ -53,6 +69,7 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
         let state = State {
             queue: VecDeque::new(),
             background: VecDeque::new(),
+            stale: 0,
             waiting: HashMap::new(),
             in_flight: HashSet::new(),
             delayed: HashMap::new(),
@@ -86,10 +103,12 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
             *t = (*t).min(at);
             if *was_background && !background {
                 *was_background = false;
-                let s = &mut *s;
-                if let Some(i) = s.background.iter().position(|k| k == &key) {
-                    s.background.remove(i);
+                // Queued in the background lane unless in flight (then `finish` queues it, in the first lane now).
+                if !s.in_flight.contains(&key) {
+                    s.stale += 1;
                     s.queue.push_back(key);
+                    drop(s);
+                    self.notify.notify_one();
                 }
             }
             return;
@@ -138,7 +157,7 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
             let notified = self.notify.notified();
             {
                 let mut s = self.lock();
-                if let Some(key) = s.queue.pop_front().or_else(|| s.background.pop_front()) {
+                if let Some(key) = s.queue.pop_front().or_else(|| s.pop_background()) {
                     let at = s.waiting.remove(&key).map_or_else(Instant::now, |(t, _)| t);
                     s.in_flight.insert(key.clone());
                     if !s.queue.is_empty() || !s.background.is_empty() {
@@ -201,7 +220,7 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
     /// Keys waiting (not in flight).
     pub fn len(&self) -> usize {
         let s = self.lock();
-        s.queue.len() + s.background.len()
+        (s.queue.len() + s.background.len()).saturating_sub(s.stale)
     }
 
     /// True while a change-triggered key waits or any key is being processed (background work that only
@@ -225,117 +244,5 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn queue() -> WorkQueue<&'static str> {
-        WorkQueue::new(Duration::from_millis(10), Duration::from_millis(40))
-    }
-
-    #[tokio::test]
-    async fn duplicates_collapse_and_keep_the_earliest_trigger() {
-        let q = queue();
-        let t0 = Instant::now();
-        q.add("a", t0 + Duration::from_millis(5));
-        q.add("a", t0);
-        q.add("b", t0);
-        assert_eq!(q.len(), 2);
-        assert_eq!(q.next().await, Some(("a", t0)));
-        assert_eq!(q.next().await.map(|(k, _)| k), Some("b"));
-        assert!(q.is_empty());
-    }
-
-    #[tokio::test]
-    async fn a_key_added_while_in_flight_runs_again_after_done() {
-        let q = queue();
-        q.add("a", Instant::now());
-        let (k, _) = q.next().await.expect("a");
-        q.add("a", Instant::now());
-        assert!(q.is_empty(), "not handed to a second worker while in flight");
-        q.done(&k);
-        assert_eq!(q.next().await.map(|(k, _)| k), Some("a"));
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn retries_back_off_exponentially_up_to_the_cap() {
-        let q = queue();
-        let t0 = Instant::now();
-        q.add("a", t0);
-        let mut delays = Vec::new();
-        for _ in 0..4 {
-            let (k, at) = q.next().await.expect("a");
-            assert_eq!(at, t0, "the first trigger time survives retries");
-            delays.push(q.retry(&k, at).1);
-        }
-        assert_eq!(delays, [10, 20, 40, 40].map(Duration::from_millis));
-        let (k, _) = q.next().await.expect("a again");
-        q.done(&k);
-        q.add("a", t0);
-        let (k, at) = q.next().await.expect("a");
-        assert_eq!(q.retry(&k, at).1, Duration::from_millis(10), "success resets the backoff");
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn delayed_adds_coalesce_within_the_window() {
-        let q = queue();
-        let t0 = Instant::now();
-        q.add_after("a", t0, Duration::from_millis(100));
-        tokio::time::advance(Duration::from_millis(50)).await;
-        q.add_after("a", t0 + Duration::from_millis(50), Duration::from_millis(100));
-        assert!(q.is_empty(), "nothing before the window ends");
-        tokio::time::sleep(Duration::from_millis(60)).await;
-        assert_eq!(q.len(), 1, "one run for both triggers, at the end of the first window");
-        assert_eq!(q.next().await, Some(("a", t0)));
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        assert!(q.is_empty(), "the second trigger did not schedule another run");
-    }
-
-    #[tokio::test]
-    async fn background_keys_wait_for_the_first_lane_and_a_change_promotes_them() {
-        let q = queue();
-        let t0 = Instant::now();
-        q.add_background("record-a", t0);
-        q.add_background("record-b", t0);
-        q.add_background("record-c", t0);
-        q.add("change", t0);
-        q.add("record-c", t0); // a change of a background key: promoted
-        q.add_background("change", t0); // already waiting: stays in the first lane
-        let mut order = Vec::new();
-        for _ in 0..4 {
-            let (k, _) = q.next().await.expect("key");
-            q.done(&k);
-            order.push(k);
-        }
-        assert_eq!(order, ["change", "record-c", "record-a", "record-b"]);
-        assert!(q.is_empty());
-    }
-
-    #[tokio::test]
-    async fn change_work_is_a_waiting_change_or_anything_in_flight() {
-        let q = queue();
-        let t0 = Instant::now();
-        q.add_background("record", t0);
-        assert!(!q.has_change_work(), "waiting background work alone does not hold events back");
-        q.add("change", t0);
-        assert!(q.has_change_work());
-        let (k, _) = q.next().await.expect("key");
-        assert_eq!(k, "change");
-        assert!(q.has_change_work(), "in flight");
-        q.done(&k);
-        assert!(!q.has_change_work());
-        let (k, _) = q.next().await.expect("key");
-        assert!(q.has_change_work(), "background work being written counts");
-        q.done(&k);
-        assert!(!q.has_change_work());
-    }
-
-    #[tokio::test]
-    async fn shut_down_drains_then_ends() {
-        let q = queue();
-        q.add("a", Instant::now());
-        q.shut_down();
-        q.add("b", Instant::now());
-        assert_eq!(q.next().await.map(|(k, _)| k), Some("a"));
-        assert_eq!(q.next().await, None);
-    }
-}
+#[path = "queue_tests.rs"]
+mod tests;

@@ -1,0 +1,150 @@
+//! Unit tests of the work queue.
+
+use super::*;
+
+fn queue() -> WorkQueue<&'static str> {
+    WorkQueue::new(Duration::from_millis(10), Duration::from_millis(40))
+}
+
+#[tokio::test]
+async fn duplicates_collapse_and_keep_the_earliest_trigger() {
+    let q = queue();
+    let t0 = Instant::now();
+    q.add("a", t0 + Duration::from_millis(5));
+    q.add("a", t0);
+    q.add("b", t0);
+    assert_eq!(q.len(), 2);
+    assert_eq!(q.next().await, Some(("a", t0)));
+    assert_eq!(q.next().await.map(|(k, _)| k), Some("b"));
+    assert!(q.is_empty());
+}
+
+#[tokio::test]
+async fn a_key_added_while_in_flight_runs_again_after_done() {
+    let q = queue();
+    q.add("a", Instant::now());
+    let (k, _) = q.next().await.expect("a");
+    q.add("a", Instant::now());
+    assert!(q.is_empty(), "not handed to a second worker while in flight");
+    q.done(&k);
+    assert_eq!(q.next().await.map(|(k, _)| k), Some("a"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn retries_back_off_exponentially_up_to_the_cap() {
+    let q = queue();
+    let t0 = Instant::now();
+    q.add("a", t0);
+    let mut delays = Vec::new();
+    for _ in 0..4 {
+        let (k, at) = q.next().await.expect("a");
+        assert_eq!(at, t0, "the first trigger time survives retries");
+        delays.push(q.retry(&k, at).1);
+    }
+    assert_eq!(delays, [10, 20, 40, 40].map(Duration::from_millis));
+    let (k, _) = q.next().await.expect("a again");
+    q.done(&k);
+    q.add("a", t0);
+    let (k, at) = q.next().await.expect("a");
+    assert_eq!(q.retry(&k, at).1, Duration::from_millis(10), "success resets the backoff");
+}
+
+#[tokio::test(start_paused = true)]
+async fn delayed_adds_coalesce_within_the_window() {
+    let q = queue();
+    let t0 = Instant::now();
+    q.add_after("a", t0, Duration::from_millis(100));
+    tokio::time::advance(Duration::from_millis(50)).await;
+    q.add_after("a", t0 + Duration::from_millis(50), Duration::from_millis(100));
+    assert!(q.is_empty(), "nothing before the window ends");
+    tokio::time::sleep(Duration::from_millis(60)).await;
+    assert_eq!(q.len(), 1, "one run for both triggers, at the end of the first window");
+    assert_eq!(q.next().await, Some(("a", t0)));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(q.is_empty(), "the second trigger did not schedule another run");
+}
+
+#[tokio::test]
+async fn background_keys_wait_for_the_first_lane_and_a_change_promotes_them() {
+    let q = queue();
+    let t0 = Instant::now();
+    q.add_background("record-a", t0);
+    q.add_background("record-b", t0);
+    q.add_background("record-c", t0);
+    q.add("change", t0);
+    q.add("record-c", t0); // a change of a background key: promoted
+    q.add_background("change", t0); // already waiting: stays in the first lane
+    let mut order = Vec::new();
+    for _ in 0..4 {
+        let (k, _) = q.next().await.expect("key");
+        q.done(&k);
+        order.push(k);
+    }
+    assert_eq!(order, ["change", "record-c", "record-a", "record-b"]);
+    assert!(q.is_empty());
+}
+
+#[tokio::test]
+async fn a_promoted_key_runs_once_and_its_old_background_place_is_skipped() {
+    let q = queue();
+    let t0 = Instant::now();
+    for k in ["a", "b", "c"] {
+        q.add_background(k, t0);
+    }
+    q.add("b", t0);
+    assert_eq!(q.len(), 3);
+    let (k, _) = q.next().await.expect("key");
+    assert_eq!(k, "b");
+    q.done(&k);
+    q.add_background("b", t0); // back in the background lane, behind its stale place
+    let mut order = Vec::new();
+    while !q.is_empty() {
+        let (k, _) = q.next().await.expect("key");
+        q.done(&k);
+        order.push(k);
+    }
+    assert_eq!(order, ["a", "b", "c"], "b once, at its first place (the later one is then stale)");
+    assert_eq!(q.len(), 0);
+}
+
+#[tokio::test]
+async fn a_key_promoted_while_in_flight_runs_again_in_the_first_lane() {
+    let q = queue();
+    let t0 = Instant::now();
+    q.add_background("a", t0);
+    let (k, _) = q.next().await.expect("key");
+    q.add_background("a", t0); // waits for its run to end
+    q.add_background("x", t0);
+    q.add("a", t0); // promoted while in flight
+    q.done(&k);
+    assert_eq!(q.next().await.map(|(k, _)| k), Some("a"), "first lane before x");
+}
+
+#[tokio::test]
+async fn change_work_is_a_waiting_change_or_anything_in_flight() {
+    let q = queue();
+    let t0 = Instant::now();
+    q.add_background("record", t0);
+    assert!(!q.has_change_work(), "waiting background work alone does not hold events back");
+    q.add("change", t0);
+    assert!(q.has_change_work());
+    let (k, _) = q.next().await.expect("key");
+    assert_eq!(k, "change");
+    assert!(q.has_change_work(), "in flight");
+    q.done(&k);
+    assert!(!q.has_change_work());
+    let (k, _) = q.next().await.expect("key");
+    assert!(q.has_change_work(), "background work being written counts");
+    q.done(&k);
+    assert!(!q.has_change_work());
+}
+
+#[tokio::test]
+async fn shut_down_drains_then_ends() {
+    let q = queue();
+    q.add("a", Instant::now());
+    q.shut_down();
+    q.add("b", Instant::now());
+    assert_eq!(q.next().await.map(|(k, _)| k), Some("a"));
+    assert_eq!(q.next().await, None);
+}
