@@ -44,6 +44,7 @@ pub mod csi;
 pub mod decision;
 pub mod duration;
 pub mod events;
+pub mod explain;
 pub mod hash;
 pub mod http;
 pub mod index;

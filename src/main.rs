@@ -4,7 +4,7 @@ use std::{process::ExitCode, sync::Arc};
 
 use clap::Parser;
 use reloader::{
-    config::{Args, LeaderElection, LogFormat},
+    config::{Args, Command, LeaderElection, LogFormat},
     controller::{self, Settings},
     http::{self, Health},
     leader::Leadership,
@@ -17,7 +17,8 @@ async fn main() -> ExitCode {
     // One rustls crypto provider for the whole process (rust-stack.md §1.10): ring, as kube uses.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let args = Args::parse();
-    init_logging(&args);
+    // `explain` prints its answer on stdout: log lines (e.g. flag warnings) go to stderr then.
+    init_logging(&args, args.command.is_some());
     let validated =
         Settings::from_args(&args).map_err(|e| e.to_string()).and_then(|s| Ok((s, args.leader.validate()?)));
     let (settings, election) = match validated {
@@ -28,6 +29,9 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Some(Command::Explain { workload, namespace }) = &args.command {
+        return explain(workload, namespace, &settings).await;
+    }
     match run(args, settings, election).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -37,12 +41,39 @@ async fn main() -> ExitCode {
     }
 }
 
-fn init_logging(args: &Args) {
+/// `reloader explain`: prints the explanation, or the error (status 1).
+async fn explain(workload: &str, namespace: &str, settings: &Settings) -> ExitCode {
+    let client = match kube::Client::try_default().await {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: no Kubernetes client: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match reloader::explain::run(&client, workload, namespace, settings).await {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_logging(args: &Args, to_stderr: bool) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("RELOADER_LOG").unwrap_or_else(|_| {
         tracing_subscriber::EnvFilter::new(format!("{},kube_client=warn", args.log_level.directive()))
     });
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stdout());
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_target(false).with_ansi(ansi);
+    use tracing_subscriber::fmt::writer::BoxMakeWriter;
+    let (writer, ansi) = if to_stderr {
+        (BoxMakeWriter::new(std::io::stderr), std::io::IsTerminal::is_terminal(&std::io::stderr()))
+    } else {
+        (BoxMakeWriter::new(std::io::stdout), std::io::IsTerminal::is_terminal(&std::io::stdout()))
+    };
+    let builder =
+        tracing_subscriber::fmt().with_env_filter(filter).with_target(false).with_ansi(ansi).with_writer(writer);
     match args.log_format {
         LogFormat::Json => builder.json().flatten_event(true).init(),
         LogFormat::Text => builder.init(),

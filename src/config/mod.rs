@@ -196,6 +196,25 @@ pub struct Args {
 
     #[command(flatten)]
     pub annotations: AnnotationArgs,
+
+    /// A one-off command instead of running the controller (flags before it still apply).
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Commands besides running the controller.
+#[derive(Clone, Debug, clap::Subcommand)]
+pub enum Command {
+    /// Print which ConfigMaps and Secrets reload a workload and why, and whether the controller would roll it
+    /// out now; then exit. Reads only (one GET, one LIST per watched kind).
+    Explain {
+        /// `<kind>/<name>`, e.g. `deployment/web` (deployment, statefulset, daemonset, cronjob, job, rollout,
+        /// deploymentconfig; kubectl's short names work).
+        workload: String,
+        /// The workload's namespace.
+        #[arg(short = 'n', long, default_value = "default")]
+        namespace: String,
+    },
 }
 
 /// Annotation key overrides (upstream v1 flags, plus v2's exclude and SecretProviderClass ones).

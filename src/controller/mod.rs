@@ -24,7 +24,7 @@ use tracing::{debug, error, info, warn};
 use observer::Observer;
 pub use queue::WorkQueue;
 pub use settings::{OptionalKind, Settings};
-pub use watch::{Observed, Source, StreamInfo, WatchPlan};
+pub use watch::{Observed, Source, StreamInfo, WatchPlan, configmap_facts, secret_facts};
 
 use crate::{
     alerts::{AlertConfig, Alerter},

@@ -214,13 +214,15 @@ fn config_key(kind: ConfigKind, obj: &impl Resource) -> Option<ConfigKey> {
     Some(ConfigKey { kind, namespace: obj.meta().namespace.as_deref()?.into(), name: obj.meta().name.clone()? })
 }
 
-fn configmap_facts(cm: &ConfigMap, keys: &AnnotationKeys) -> Option<(ConfigKey, ConfigFacts)> {
+/// The index facts of one ConfigMap (content hash and flags, never its data).
+pub fn configmap_facts(cm: &ConfigMap, keys: &AnnotationKeys) -> Option<(ConfigKey, ConfigFacts)> {
     let (ignored, matched) = flags(cm, keys);
     let hash = hash::configmap(cm.data.as_ref(), cm.binary_data.as_ref());
     Some((config_key(ConfigKind::ConfigMap, cm)?, ConfigFacts { hash, ignored, matched, deleted: false }))
 }
 
-fn secret_facts(s: &Secret, keys: &AnnotationKeys) -> Option<(ConfigKey, ConfigFacts)> {
+/// The index facts of one Secret (content hash and flags, never its data).
+pub fn secret_facts(s: &Secret, keys: &AnnotationKeys) -> Option<(ConfigKey, ConfigFacts)> {
     let (ignored, matched) = flags(s, keys);
     Some((
         config_key(ConfigKind::Secret, s)?,

@@ -1,0 +1,303 @@
+//! `reloader explain <kind>/<name>`: which ConfigMaps and Secrets reload one workload and why, and whether
+//! the controller would roll it out right now. It runs the controller's own decision ([`decide`]) and first-sight
+//! rules (the [`Index`] with the baseline a (re)started controller uses), so its answer is the controller's:
+//! "what would restart?" (user-demand.md §1.32) and "would a controller restart roll this?" (§1.3).
+//! Reads only: one GET of the workload, one LIST of the namespace's ConfigMaps and Secrets. Prints resource
+//! names, hashes and annotation values, never Secret data.
+
+use std::fmt::Write as _;
+
+use k8s_openapi::{
+    NamespaceResourceScope,
+    api::{
+        apps::v1::{DaemonSet, Deployment, StatefulSet},
+        batch::v1::{CronJob, Job},
+    },
+};
+use kube::{Api, Client, api::ListParams};
+use serde::de::DeserializeOwned;
+
+use crate::{
+    annotations::AnnotationKeys,
+    controller::{Settings, Source, configmap_facts, secret_facts},
+    decision::{DecisionSettings, ReloadDecision, ResourceFacts, WorkloadFacts, decide},
+    hash::ContentHash,
+    index::{Baseline, ConfigFacts, ConfigKey, Index},
+    resource::ConfigKind,
+    strategy::ReloadStrategy,
+    workload::{
+        WorkloadKey, WorkloadKind, WorkloadObject, WorkloadSummary,
+        custom::{DeploymentConfig, Rollout},
+        summarise,
+    },
+};
+
+/// Why `explain` could not answer.
+#[derive(Debug, thiserror::Error)]
+pub enum ExplainError {
+    /// The argument is not `<kind>/<name>` with a known kind.
+    #[error(
+        "{0:?} is not <kind>/<name>; kinds: deployment, statefulset, daemonset, cronjob, job, rollout, deploymentconfig"
+    )]
+    Target(String),
+    /// Reading from the cluster failed.
+    #[error("{what}: {source}")]
+    Api {
+        /// What was being read.
+        what: String,
+        /// The client's error.
+        source: kube::Error,
+    },
+}
+
+/// Parses `deployment/web` (kind names as kubectl spells them, short names included).
+pub fn parse_target(text: &str) -> Result<(WorkloadKind, String), ExplainError> {
+    let bad = || ExplainError::Target(text.to_owned());
+    let (kind, name) = text.split_once('/').filter(|(_, n)| !n.is_empty()).ok_or_else(bad)?;
+    let kind = match kind.to_ascii_lowercase().trim_end_matches('s') {
+        "deployment" | "deploy" => WorkloadKind::Deployment,
+        "statefulset" | "st" => WorkloadKind::StatefulSet,
+        "daemonset" | "d" => WorkloadKind::DaemonSet,
+        "cronjob" | "cj" => WorkloadKind::CronJob,
+        "job" => WorkloadKind::Job,
+        "rollout" | "ro" => WorkloadKind::Rollout,
+        "deploymentconfig" | "dc" => WorkloadKind::DeploymentConfig,
+        _ => return Err(bad()),
+    };
+    Ok((kind, name.to_owned()))
+}
+
+/// The explanation of one workload, given its summary and the namespace's ConfigMaps and Secrets of the
+/// `watched` kinds. Pure.
+pub fn explain(
+    key: &WorkloadKey,
+    summary: &WorkloadSummary,
+    configs: &[(ConfigKey, ConfigFacts)],
+    watched: &[ConfigKind],
+    settings: DecisionSettings,
+    strategy: ReloadStrategy,
+) -> String {
+    let mut out = format!("{} {}/{}\n", key.kind, key.namespace, key.name);
+    for problem in &summary.annotations.problems {
+        let _ = writeln!(out, "  problem: {}", problem.message);
+    }
+    for kind in [ConfigKind::ConfigMap, ConfigKind::Secret] {
+        if !watched.contains(&kind) {
+            let _ = writeln!(out, "  {kind}s are not watched (--resources-to-ignore): they never reload it");
+        }
+    }
+    let mut sorted: Vec<&(ConfigKey, ConfigFacts)> = configs.iter().collect();
+    sorted.sort_by(|a, b| (a.0.kind, &a.0.name).cmp(&(b.0.kind, &b.0.name)));
+    for (config, facts) in sorted {
+        let workload = WorkloadFacts {
+            selection: summary.annotations.for_kind(config.kind),
+            uses: &summary.uses,
+            first_container: summary.first_container.as_deref(),
+        };
+        let resource =
+            ResourceFacts { kind: config.kind, name: &config.name, ignored: facts.ignored, matched: facts.matched };
+        let used = summary.uses.iter().any(|u| u.kind == config.kind && u.name == config.name);
+        match decide(&workload, &resource, settings) {
+            ReloadDecision::Reload { container, reason } => {
+                let _ = writeln!(
+                    out,
+                    "  {} {}: reloads on change ({reason}; container {container})",
+                    config.kind, config.name
+                );
+            }
+            ReloadDecision::Skip(reason) if used => {
+                let _ = writeln!(out, "  {} {}: does not reload ({reason})", config.kind, config.name);
+            }
+            ReloadDecision::Skip(_) => {}
+        }
+    }
+    for used in &summary.uses {
+        let found = configs.iter().any(|(c, _)| c.kind == used.kind && c.name == used.name);
+        if watched.contains(&used.kind) && !found {
+            let _ = writeln!(out, "  {} {}: used by the pod spec but not found", used.kind, used.name);
+        }
+    }
+    let mut index = Index::default();
+    for (config, facts) in configs {
+        index.upsert_config(config.clone(), *facts, Baseline::Current);
+    }
+    index.upsert_workload(key.clone(), summary.clone(), Baseline::Current);
+    let plan = index.plan(key, settings, strategy);
+    if plan.reloads.is_empty() {
+        out.push_str("  now: up to date; a controller starting now would not roll it out\n");
+    }
+    for r in &plan.reloads {
+        let recorded = if r.previous == ContentHash::NONE { "no hash".to_owned() } else { r.previous.to_string() };
+        let _ = writeln!(
+            out,
+            "  now: would roll out for {} {}: the workload records {recorded}, the content is {}",
+            r.config.kind, r.config.name, r.hash
+        );
+    }
+    out
+}
+
+/// Reads the workload and its namespace's ConfigMaps and Secrets, and explains it.
+pub async fn run(client: &Client, target: &str, namespace: &str, settings: &Settings) -> Result<String, ExplainError> {
+    let (kind, name) = parse_target(target)?;
+    let keys = &settings.keys;
+    let (key, summary) = match kind {
+        WorkloadKind::Deployment => fetch::<Deployment>(client, namespace, &name, keys).await?,
+        WorkloadKind::StatefulSet => fetch::<StatefulSet>(client, namespace, &name, keys).await?,
+        WorkloadKind::DaemonSet => fetch::<DaemonSet>(client, namespace, &name, keys).await?,
+        WorkloadKind::CronJob => fetch::<CronJob>(client, namespace, &name, keys).await?,
+        WorkloadKind::Job => fetch::<Job>(client, namespace, &name, keys).await?,
+        WorkloadKind::Rollout => fetch::<Rollout>(client, namespace, &name, keys).await?,
+        WorkloadKind::DeploymentConfig => fetch::<DeploymentConfig>(client, namespace, &name, keys).await?,
+    };
+    let watched: Vec<ConfigKind> = settings
+        .watch
+        .sources
+        .iter()
+        .filter_map(|s| match s {
+            Source::Config(kind) => Some(*kind),
+            _ => None,
+        })
+        .collect();
+    // Only what the controller would see: the watched kinds, filtered by `--resource-label-selector`.
+    let params = match &settings.watch.resource_label_selector {
+        Some(selector) => ListParams::default().labels(selector),
+        None => ListParams::default(),
+    };
+    let mut configs = Vec::new();
+    if watched.contains(&ConfigKind::ConfigMap) {
+        configs.extend(list(client, namespace, &params, keys, configmap_facts).await?);
+    }
+    if watched.contains(&ConfigKind::Secret) {
+        configs.extend(list(client, namespace, &params, keys, secret_facts).await?);
+    }
+    Ok(explain(&key, &summary, &configs, &watched, settings.decisions, settings.strategy))
+}
+
+async fn fetch<K>(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    keys: &AnnotationKeys,
+) -> Result<(WorkloadKey, WorkloadSummary), ExplainError>
+where
+    K: WorkloadObject + kube::Resource<Scope = NamespaceResourceScope, DynamicType = ()> + DeserializeOwned,
+    K: Clone + std::fmt::Debug,
+{
+    let what = format!("reading {} {namespace}/{name}", K::KIND);
+    let obj = Api::<K>::namespaced(client.clone(), namespace)
+        .get(name)
+        .await
+        .map_err(|source| ExplainError::Api { what: what.clone(), source })?;
+    summarise(&obj, keys).ok_or_else(|| ExplainError::Target(format!("{namespace}/{name} has no namespace")))
+}
+
+async fn list<K>(
+    client: &Client,
+    namespace: &str,
+    params: &ListParams,
+    keys: &AnnotationKeys,
+    facts: fn(&K, &AnnotationKeys) -> Option<(ConfigKey, ConfigFacts)>,
+) -> Result<Vec<(ConfigKey, ConfigFacts)>, ExplainError>
+where
+    K: kube::Resource<Scope = NamespaceResourceScope, DynamicType = ()> + DeserializeOwned + Clone + std::fmt::Debug,
+{
+    let objects = Api::<K>::namespaced(client.clone(), namespace)
+        .list(params)
+        .await
+        .map_err(|source| ExplainError::Api { what: format!("listing {}", K::plural(&())), source })?;
+    Ok(objects.items.iter().filter_map(|o| facts(o, keys)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn targets_take_kubectl_kind_names() {
+        let ok = [
+            ("deployment/web", WorkloadKind::Deployment),
+            ("deploy/web", WorkloadKind::Deployment),
+            ("Deployments/web", WorkloadKind::Deployment),
+            ("sts/web", WorkloadKind::StatefulSet),
+            ("ds/web", WorkloadKind::DaemonSet),
+            ("cj/web", WorkloadKind::CronJob),
+            ("job/web", WorkloadKind::Job),
+            ("rollouts/web", WorkloadKind::Rollout),
+            ("dc/web", WorkloadKind::DeploymentConfig),
+        ];
+        for (text, kind) in ok {
+            assert_eq!(parse_target(text).expect(text), (kind, "web".to_owned()), "{text}");
+        }
+        for bad in ["web", "pod/web", "deployment/", "/web"] {
+            let e = parse_target(bad).expect_err(bad).to_string();
+            assert!(e.contains("is not <kind>/<name>"), "{bad}: {e}");
+        }
+    }
+
+    fn hash_of(value: &str) -> ContentHash {
+        crate::hash::configmap(Some(&BTreeMap::from([("k".to_owned(), value.to_owned())])), None)
+    }
+
+    fn config(kind: ConfigKind, name: &str, hash: ContentHash, ignored: bool) -> (ConfigKey, ConfigFacts) {
+        let key = ConfigKey { kind, namespace: "shop".into(), name: name.into() };
+        (key, ConfigFacts { hash, ignored, matched: false, deleted: false })
+    }
+
+    fn web(env: serde_json::Value) -> (WorkloadKey, WorkloadSummary) {
+        let deployment: Deployment = serde_json::from_value(json!({
+            "metadata": {"name": "web", "namespace": "shop", "uid": "u",
+                "annotations": {"reloader.stakater.com/auto": "true", "configmap.reloader.stakater.com/reload": "flags"}},
+            "spec": {"selector": {}, "template": {"spec": {
+                "containers": [{"name": "app", "envFrom": [{"configMapRef": {"name": "cfg"}}], "env": env,
+                    "volumeMounts": [{"name": "v", "mountPath": "/v"}]}],
+                "volumes": [{"name": "v", "secret": {"secretName": "creds"}}]}}}
+        }))
+        .expect("deployment");
+        summarise(&deployment, &AnnotationKeys::default()).expect("summary")
+    }
+
+    fn configs() -> Vec<(ConfigKey, ConfigFacts)> {
+        vec![
+            config(ConfigKind::Secret, "creds", hash_of("s"), true),
+            config(ConfigKind::ConfigMap, "flags", hash_of("f"), false),
+            config(ConfigKind::ConfigMap, "unrelated", hash_of("u"), false),
+            config(ConfigKind::ConfigMap, "cfg", hash_of("2"), false),
+        ]
+    }
+
+    #[test]
+    fn explains_each_resource_with_the_controllers_reasons() {
+        let (key, summary) = web(json!([]));
+        let watched = [ConfigKind::ConfigMap, ConfigKind::Secret];
+        let text = explain(&key, &summary, &configs(), &watched, DecisionSettings::default(), ReloadStrategy::EnvVars);
+        assert_eq!(
+            text,
+            "Deployment shop/web\n\
+             \x20 ConfigMap cfg: reloads on change (auto: referenced via envFrom; container app)\n\
+             \x20 ConfigMap flags: reloads on change (matched named list \"flags\"; container app)\n\
+             \x20 Secret creds: does not reload (ignored: resource has the ignore annotation)\n\
+             \x20 now: up to date; a controller starting now would not roll it out\n"
+        );
+    }
+
+    #[test]
+    fn a_recorded_hash_that_differs_from_the_content_would_roll_out_now() {
+        let (key, summary) = web(json!([{"name": "STAKATER_CFG_CONFIGMAP", "value": hash_of("1").to_string()}]));
+        let watched = [ConfigKind::ConfigMap];
+        let text = explain(&key, &summary, &configs(), &watched, DecisionSettings::default(), ReloadStrategy::EnvVars);
+        assert!(text.contains("  Secrets are not watched (--resources-to-ignore): they never reload it\n"), "{text}");
+        assert!(
+            text.ends_with(&format!(
+                "  now: would roll out for ConfigMap cfg: the workload records {}, the content is {}\n",
+                hash_of("1"),
+                hash_of("2")
+            )),
+            "{text}"
+        );
+    }
+}
