@@ -1,5 +1,5 @@
 //! `reloader explain <kind>/<name>`: which ConfigMaps and Secrets reload one workload and why, and whether
-//! the controller would roll it out right now. It runs the controller's own decision ([`decide`]) and first-sight
+//! the controller would roll it out right now. It runs the controller's own decision ([`decide_pair`]) and first-sight
 //! rules (the [`Index`] with the baseline a (re)started controller uses), so its answer is the controller's:
 //! "what would restart?" (user-demand.md §1.32) and "would a controller restart roll this?" (§1.3).
 //! Reads only: one GET of the workload, one LIST of the namespace's ConfigMaps and Secrets. Prints resource
@@ -20,9 +20,9 @@ use serde::de::DeserializeOwned;
 use crate::{
     annotations::AnnotationKeys,
     controller::{Settings, Source, configmap_facts, secret_facts},
-    decision::{DecisionSettings, ReloadDecision, ResourceFacts, WorkloadFacts, decide},
+    decision::{DecisionSettings, ReloadDecision},
     hash::ContentHash,
-    index::{Baseline, ConfigFacts, ConfigKey, Index},
+    index::{Baseline, ConfigFacts, ConfigKey, Index, decide_pair},
     resource::ConfigKind,
     strategy::ReloadStrategy,
     workload::{
@@ -89,15 +89,8 @@ pub fn explain(
     let mut sorted: Vec<&(ConfigKey, ConfigFacts)> = configs.iter().collect();
     sorted.sort_by(|a, b| (a.0.kind, &a.0.name).cmp(&(b.0.kind, &b.0.name)));
     for (config, facts) in sorted {
-        let workload = WorkloadFacts {
-            selection: summary.annotations.for_kind(config.kind),
-            uses: &summary.uses,
-            first_container: summary.first_container.as_deref(),
-        };
-        let resource =
-            ResourceFacts { kind: config.kind, name: &config.name, ignored: facts.ignored, matched: facts.matched };
         let used = summary.uses.iter().any(|u| u.kind == config.kind && u.name == config.name);
-        match decide(&workload, &resource, settings) {
+        match decide_pair(summary, config, facts, settings) {
             ReloadDecision::Reload { container, reason } => {
                 let _ = writeln!(
                     out,

@@ -15,7 +15,7 @@ use std::{
     sync::Arc,
 };
 
-pub use plan::{PlannedReload, WorkloadPlan};
+pub use plan::{PlannedReload, WorkloadPlan, decide_pair};
 
 use crate::{
     annotations::WorkloadProblem,

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{ConfigKey, Index, Pair, WorkloadState};
+use super::{ConfigFacts, ConfigKey, Index, Pair, WorkloadState};
 use crate::{
     decision::{DecisionSettings, ReloadDecision, ReloadReason, ResourceFacts, SkipReason, WorkloadFacts, decide},
     hash::ContentHash,
@@ -45,6 +45,23 @@ impl WorkloadPlan {
     }
 }
 
+/// The decision for one workload (as indexed) and one resource (as indexed).
+pub fn decide_pair(
+    summary: &WorkloadSummary,
+    config: &ConfigKey,
+    facts: &ConfigFacts,
+    settings: DecisionSettings,
+) -> ReloadDecision {
+    let workload = WorkloadFacts {
+        selection: summary.annotations.for_kind(config.kind),
+        uses: &summary.uses,
+        first_container: summary.first_container.as_deref(),
+    };
+    let resource =
+        ResourceFacts { kind: config.kind, name: &config.name, ignored: facts.ignored, matched: facts.matched };
+    decide(&workload, &resource, settings)
+}
+
 impl Index {
     /// What `key` must be reloaded for now. Resources it does not select become its new baseline, so that
     /// selecting them later (an annotation added) does not by itself cause a rollout.
@@ -57,15 +74,8 @@ impl Index {
         for config in configs {
             let Some(facts) = self.configs.get(&config) else { continue };
             let s = &state.summary;
-            let workload = WorkloadFacts {
-                selection: s.annotations.for_kind(config.kind),
-                uses: &s.uses,
-                first_container: s.first_container.as_deref(),
-            };
-            let resource =
-                ResourceFacts { kind: config.kind, name: &config.name, ignored: facts.ignored, matched: facts.matched };
             let pair = (config.kind, config.name.clone());
-            match decide(&workload, &resource, settings) {
+            match decide_pair(s, &config, facts, settings) {
                 ReloadDecision::Skip(SkipReason::NoContainer) => {}
                 ReloadDecision::Skip(_) => baselines.push((pair, facts.hash)),
                 ReloadDecision::Reload { container, reason } => {
