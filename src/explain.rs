@@ -1,7 +1,7 @@
 //! `reloader explain <kind>/<name>`: which ConfigMaps and Secrets reload one workload and why, and whether
-//! the controller would roll it out right now. It runs the controller's own decision ([`decide_pair`]) and first-sight
-//! rules (the [`Index`] with the baseline a (re)started controller uses), so its answer is the controller's:
-//! "what would restart?" (user-demand.md §1.32) and "would a controller restart roll this?" (§1.3).
+//! the controller would roll it out right now. It runs the controller's own decision ([`decide_pair`]) and
+//! first-sight rules (the [`Index`] with the baseline a (re)started controller uses), so its answer is the
+//! controller's: "what would restart?" (user-demand.md §1.32) and "would a controller restart roll this?" (§1.3).
 //! Reads only: one GET of the workload, one LIST of the namespace's ConfigMaps and Secrets. Prints resource
 //! names, hashes and annotation values, never Secret data.
 
