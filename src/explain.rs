@@ -12,6 +12,7 @@ use k8s_openapi::{
     api::{
         apps::v1::{DaemonSet, Deployment, StatefulSet},
         batch::v1::{CronJob, Job},
+        core::v1::Namespace,
     },
 };
 use kube::{Api, Client, api::ListParams};
@@ -19,6 +20,7 @@ use serde::de::DeserializeOwned;
 
 use crate::{
     annotations::AnnotationKeys,
+    config::WatchScope,
     controller::{Settings, Source, configmap_facts, secret_facts},
     decision::{DecisionSettings, ReloadDecision},
     hash::ContentHash,
@@ -67,17 +69,30 @@ pub fn parse_target(text: &str) -> Result<(WorkloadKind, String), ExplainError> 
     Ok((kind, name.to_owned()))
 }
 
-/// The explanation of one workload, given its summary and the namespace's ConfigMaps and Secrets of the
-/// `watched` kinds. Pure.
+/// What the controller sees of one workload's namespace.
+#[derive(Clone, Debug)]
+pub struct Visible<'a> {
+    /// Why changes in the namespace are not acted on, if they are not (scope, ignore list, selector).
+    pub namespace_inactive: Option<String>,
+    /// The namespace's ConfigMaps and Secrets of the watched kinds.
+    pub configs: &'a [(ConfigKey, ConfigFacts)],
+    /// The watched kinds (`--resources-to-ignore` removes one).
+    pub watched: &'a [ConfigKind],
+}
+
+/// The explanation of one workload, given its summary and what the controller sees of its namespace. Pure.
 pub fn explain(
     key: &WorkloadKey,
     summary: &WorkloadSummary,
-    configs: &[(ConfigKey, ConfigFacts)],
-    watched: &[ConfigKind],
+    visible: &Visible<'_>,
     settings: DecisionSettings,
     strategy: ReloadStrategy,
 ) -> String {
+    let &Visible { ref namespace_inactive, configs, watched } = visible;
     let mut out = format!("{} {}/{}\n", key.kind, key.namespace, key.name);
+    if let Some(why) = namespace_inactive {
+        let _ = writeln!(out, "  namespace {}: {why}; no change in it reloads anything", key.namespace);
+    }
     for problem in &summary.annotations.problems {
         let _ = writeln!(out, "  problem: {}", problem.message);
     }
@@ -116,6 +131,9 @@ pub fn explain(
     }
     index.upsert_workload(key.clone(), summary.clone(), Baseline::Current);
     let plan = index.plan(key, settings, strategy);
+    if namespace_inactive.is_some() {
+        return out;
+    }
     if plan.reloads.is_empty() {
         out.push_str("  now: up to date; a controller starting now would not roll it out\n");
     }
@@ -164,7 +182,33 @@ pub async fn run(client: &Client, target: &str, namespace: &str, settings: &Sett
     if watched.contains(&ConfigKind::Secret) {
         configs.extend(list(client, namespace, &params, keys, secret_facts).await?);
     }
-    Ok(explain(&key, &summary, &configs, &watched, settings.decisions, settings.strategy))
+    let namespace_inactive = namespace_inactive(client, namespace, settings).await?;
+    let visible = Visible { namespace_inactive, configs: &configs, watched: &watched };
+    Ok(explain(&key, &summary, &visible, settings.decisions, settings.strategy))
+}
+
+/// Why the controller does not act on changes in `namespace` (as the observer decides: scope, then
+/// `--namespaces-to-ignore`, then `--namespace-selector` evaluated by the API server).
+async fn namespace_inactive(
+    client: &Client,
+    namespace: &str,
+    settings: &Settings,
+) -> Result<Option<String>, ExplainError> {
+    if let WatchScope::Namespaces(list) = &settings.watch.scope
+        && !list.iter().any(|n| n == namespace)
+    {
+        return Ok(Some(format!("not watched (the controller watches only {})", list.join(", "))));
+    }
+    if settings.namespaces_to_ignore.iter().any(|n| n == namespace) {
+        return Ok(Some("ignored (--namespaces-to-ignore)".to_owned()));
+    }
+    let Some(selector) = &settings.watch.namespace_selector else { return Ok(None) };
+    let params = ListParams::default().labels(selector).fields(&format!("metadata.name={namespace}"));
+    let matching = Api::<Namespace>::all(client.clone())
+        .list_metadata(&params)
+        .await
+        .map_err(|source| ExplainError::Api { what: "listing namespaces".into(), source })?;
+    Ok(matching.items.is_empty().then(|| format!("does not match --namespace-selector {selector}")))
 }
 
 async fn fetch<K>(
@@ -267,7 +311,9 @@ mod tests {
     fn explains_each_resource_with_the_controllers_reasons() {
         let (key, summary) = web(json!([]));
         let watched = [ConfigKind::ConfigMap, ConfigKind::Secret];
-        let text = explain(&key, &summary, &configs(), &watched, DecisionSettings::default(), ReloadStrategy::EnvVars);
+        let configs = configs();
+        let visible = Visible { namespace_inactive: None, configs: &configs, watched: &watched };
+        let text = explain(&key, &summary, &visible, DecisionSettings::default(), ReloadStrategy::EnvVars);
         assert_eq!(
             text,
             "Deployment shop/web\n\
@@ -282,7 +328,9 @@ mod tests {
     fn a_recorded_hash_that_differs_from_the_content_would_roll_out_now() {
         let (key, summary) = web(json!([{"name": "STAKATER_CFG_CONFIGMAP", "value": hash_of("1").to_string()}]));
         let watched = [ConfigKind::ConfigMap];
-        let text = explain(&key, &summary, &configs(), &watched, DecisionSettings::default(), ReloadStrategy::EnvVars);
+        let configs = configs();
+        let visible = Visible { namespace_inactive: None, configs: &configs, watched: &watched };
+        let text = explain(&key, &summary, &visible, DecisionSettings::default(), ReloadStrategy::EnvVars);
         assert!(text.contains("  Secrets are not watched (--resources-to-ignore): they never reload it\n"), "{text}");
         assert!(
             text.ends_with(&format!(
@@ -292,5 +340,18 @@ mod tests {
             )),
             "{text}"
         );
+    }
+
+    #[test]
+    fn an_inactive_namespace_is_said_first_and_nothing_is_planned() {
+        let (key, summary) = web(json!([{"name": "STAKATER_CFG_CONFIGMAP", "value": hash_of("1").to_string()}]));
+        let configs = configs();
+        let watched = [ConfigKind::ConfigMap];
+        let why = Some("ignored (--namespaces-to-ignore)".to_owned());
+        let visible = Visible { namespace_inactive: why, configs: &configs, watched: &watched };
+        let text = explain(&key, &summary, &visible, DecisionSettings::default(), ReloadStrategy::EnvVars);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[1], "  namespace shop: ignored (--namespaces-to-ignore); no change in it reloads anything");
+        assert!(!text.contains("now:"), "{text}");
     }
 }

@@ -302,6 +302,18 @@ async fn explains_reasons_and_whether_a_restart_would_roll_it() {
         format!("  now: would roll out for ConfigMap cfg: the workload records {older}, the content is {current}\n");
     assert!(out.ends_with(&expected), "{out}");
 
+    let ignore = format!("--namespaces-to-ignore={}", ns.name);
+    let (ok, out, err) = explain(&ns, &[&ignore], "deployment/web");
+    assert!(ok, "{err}");
+    let line = format!("  namespace {}: ignored (--namespaces-to-ignore); no change in it reloads anything\n", ns.name);
+    assert!(out.contains(&line) && !out.contains("now:"), "{out}");
+    let (ok, out, err) = explain(&ns, &["--namespace-selector=team=nobody"], "deployment/web");
+    assert!(ok, "{err}");
+    assert!(out.contains("does not match --namespace-selector team=nobody"), "{out}");
+    let selected = format!("--namespace-selector=kubernetes.io/metadata.name={}", ns.name);
+    let (ok, out, err) = explain(&ns, &[&selected], "deployment/web");
+    assert!(ok && !out.contains("namespace-selector") && out.contains("now: would roll out"), "{out}{err}");
+
     let (ok, _, err) = explain(&ns, &[], "deployment/missing");
     assert!(!ok);
     assert!(err.contains(&format!("reading Deployment {}/missing", ns.name)), "{err}");
