@@ -78,6 +78,9 @@ pub struct Visible<'a> {
     pub configs: &'a [(ConfigKey, ConfigFacts)],
     /// The watched kinds (`--resources-to-ignore` removes one).
     pub watched: &'a [ConfigKind],
+    /// What a controller starting now assumes a workload without a record runs with (`--sync-after-restart`:
+    /// nothing, so it rolls).
+    pub start: Baseline,
 }
 
 /// The explanation of one workload, given its summary and what the controller sees of its namespace. Pure.
@@ -88,7 +91,7 @@ pub fn explain(
     settings: DecisionSettings,
     strategy: ReloadStrategy,
 ) -> String {
-    let &Visible { ref namespace_inactive, configs, watched } = visible;
+    let &Visible { ref namespace_inactive, configs, watched, start } = visible;
     let mut out = format!("{} {}/{}\n", key.kind, key.namespace, key.name);
     if let Some(why) = namespace_inactive {
         let _ = writeln!(out, "  namespace {}: {why}; no change in it reloads anything", key.namespace);
@@ -125,15 +128,15 @@ pub fn explain(
             let _ = writeln!(out, "  {} {}: used by the pod spec but not found", used.kind, used.name);
         }
     }
-    let mut index = Index::default();
-    for (config, facts) in configs {
-        index.upsert_config(config.clone(), *facts, Baseline::Current);
-    }
-    index.upsert_workload(key.clone(), summary.clone(), Baseline::Current);
-    let plan = index.plan(key, settings, strategy);
     if namespace_inactive.is_some() {
         return out;
     }
+    let mut index = Index::default();
+    for (config, facts) in configs {
+        index.upsert_config(config.clone(), *facts, start);
+    }
+    index.upsert_workload(key.clone(), summary.clone(), start);
+    let plan = index.plan(key, settings, strategy);
     if plan.reloads.is_empty() {
         out.push_str("  now: up to date; a controller starting now would not roll it out\n");
     }
@@ -183,7 +186,8 @@ pub async fn run(client: &Client, target: &str, namespace: &str, settings: &Sett
         configs.extend(list(client, namespace, &params, keys, secret_facts).await?);
     }
     let namespace_inactive = namespace_inactive(client, namespace, settings).await?;
-    let visible = Visible { namespace_inactive, configs: &configs, watched: &watched };
+    let start = if settings.sync_after_restart { Baseline::Stale } else { Baseline::Current };
+    let visible = Visible { namespace_inactive, configs: &configs, watched: &watched, start };
     Ok(explain(&key, &summary, &visible, settings.decisions, settings.strategy))
 }
 
@@ -312,7 +316,8 @@ mod tests {
         let (key, summary) = web(json!([]));
         let watched = [ConfigKind::ConfigMap, ConfigKind::Secret];
         let configs = configs();
-        let visible = Visible { namespace_inactive: None, configs: &configs, watched: &watched };
+        let visible =
+            Visible { namespace_inactive: None, configs: &configs, watched: &watched, start: Baseline::Current };
         let text = explain(&key, &summary, &visible, DecisionSettings::default(), ReloadStrategy::EnvVars);
         assert_eq!(
             text,
@@ -329,7 +334,8 @@ mod tests {
         let (key, summary) = web(json!([{"name": "STAKATER_CFG_CONFIGMAP", "value": hash_of("1").to_string()}]));
         let watched = [ConfigKind::ConfigMap];
         let configs = configs();
-        let visible = Visible { namespace_inactive: None, configs: &configs, watched: &watched };
+        let visible =
+            Visible { namespace_inactive: None, configs: &configs, watched: &watched, start: Baseline::Current };
         let text = explain(&key, &summary, &visible, DecisionSettings::default(), ReloadStrategy::EnvVars);
         assert!(text.contains("  Secrets are not watched (--resources-to-ignore): they never reload it\n"), "{text}");
         assert!(
@@ -348,10 +354,26 @@ mod tests {
         let configs = configs();
         let watched = [ConfigKind::ConfigMap];
         let why = Some("ignored (--namespaces-to-ignore)".to_owned());
-        let visible = Visible { namespace_inactive: why, configs: &configs, watched: &watched };
+        let visible =
+            Visible { namespace_inactive: why, configs: &configs, watched: &watched, start: Baseline::Current };
         let text = explain(&key, &summary, &visible, DecisionSettings::default(), ReloadStrategy::EnvVars);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[1], "  namespace shop: ignored (--namespaces-to-ignore); no change in it reloads anything");
         assert!(!text.contains("now:"), "{text}");
+    }
+
+    #[test]
+    fn with_sync_after_restart_an_unrecorded_workload_would_roll() {
+        let (key, summary) = web(json!([]));
+        let configs = configs();
+        let watched = [ConfigKind::ConfigMap];
+        let visible =
+            Visible { namespace_inactive: None, configs: &configs, watched: &watched, start: Baseline::Stale };
+        let text = explain(&key, &summary, &visible, DecisionSettings::default(), ReloadStrategy::EnvVars);
+        let cfg = format!(
+            "  now: would roll out for ConfigMap cfg: the workload records no hash, the content is {}\n",
+            hash_of("2")
+        );
+        assert!(text.contains(&cfg), "{text}");
     }
 }
