@@ -1,0 +1,122 @@
+//! Unit tests of `explain`: target parsing and exact output.
+
+use std::collections::BTreeMap;
+
+use serde_json::json;
+
+use super::*;
+
+#[test]
+fn targets_take_kubectl_kind_names() {
+    let ok = [
+        ("deployment/web", WorkloadKind::Deployment),
+        ("deploy/web", WorkloadKind::Deployment),
+        ("Deployments/web", WorkloadKind::Deployment),
+        ("sts/web", WorkloadKind::StatefulSet),
+        ("ds/web", WorkloadKind::DaemonSet),
+        ("cj/web", WorkloadKind::CronJob),
+        ("job/web", WorkloadKind::Job),
+        ("rollouts/web", WorkloadKind::Rollout),
+        ("dc/web", WorkloadKind::DeploymentConfig),
+    ];
+    for (text, kind) in ok {
+        assert_eq!(parse_target(text).expect(text), (kind, "web".to_owned()), "{text}");
+    }
+    for bad in ["web", "pod/web", "deployment/", "/web"] {
+        let e = parse_target(bad).expect_err(bad).to_string();
+        assert!(e.contains("is not <kind>/<name>"), "{bad}: {e}");
+    }
+}
+
+fn hash_of(value: &str) -> ContentHash {
+    crate::hash::configmap(Some(&BTreeMap::from([("k".to_owned(), value.to_owned())])), None)
+}
+
+fn config(kind: ConfigKind, name: &str, hash: ContentHash, ignored: bool) -> (ConfigKey, ConfigFacts) {
+    let key = ConfigKey { kind, namespace: "shop".into(), name: name.into() };
+    (key, ConfigFacts { hash, ignored, matched: false, deleted: false })
+}
+
+fn web(env: serde_json::Value) -> (WorkloadKey, WorkloadSummary) {
+    let deployment: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": "web", "namespace": "shop", "uid": "u",
+            "annotations": {"reloader.stakater.com/auto": "true", "configmap.reloader.stakater.com/reload": "flags"}},
+        "spec": {"selector": {}, "template": {"spec": {
+            "containers": [{"name": "app", "envFrom": [{"configMapRef": {"name": "cfg"}}], "env": env,
+                "volumeMounts": [{"name": "v", "mountPath": "/v"}]}],
+            "volumes": [{"name": "v", "secret": {"secretName": "creds"}}]}}}
+    }))
+    .expect("deployment");
+    summarise(&deployment, &AnnotationKeys::default()).expect("summary")
+}
+
+fn configs() -> Vec<(ConfigKey, ConfigFacts)> {
+    vec![
+        config(ConfigKind::Secret, "creds", hash_of("s"), true),
+        config(ConfigKind::ConfigMap, "flags", hash_of("f"), false),
+        config(ConfigKind::ConfigMap, "unrelated", hash_of("u"), false),
+        config(ConfigKind::ConfigMap, "cfg", hash_of("2"), false),
+    ]
+}
+
+#[test]
+fn explains_each_resource_with_the_controllers_reasons() {
+    let (key, summary) = web(json!([]));
+    let watched = [ConfigKind::ConfigMap, ConfigKind::Secret];
+    let configs = configs();
+    let visible = Visible { namespace_inactive: None, configs: &configs, watched: &watched, start: Baseline::Current };
+    let text = explain(&key, &summary, &visible, DecisionSettings::default(), ReloadStrategy::EnvVars);
+    assert_eq!(
+        text,
+        "Deployment shop/web\n\
+         \x20 ConfigMap cfg: reloads on change (auto: referenced via envFrom; container app)\n\
+         \x20 ConfigMap flags: reloads on change (matched named list \"flags\"; container app)\n\
+         \x20 Secret creds: does not reload (ignored: resource has the ignore annotation)\n\
+         \x20 now: up to date; a controller starting now would not roll it out\n"
+    );
+}
+
+#[test]
+fn a_recorded_hash_that_differs_from_the_content_would_roll_out_now() {
+    let (key, summary) = web(json!([{"name": "STAKATER_CFG_CONFIGMAP", "value": hash_of("1").to_string()}]));
+    let watched = [ConfigKind::ConfigMap];
+    let configs = configs();
+    let visible = Visible { namespace_inactive: None, configs: &configs, watched: &watched, start: Baseline::Current };
+    let text = explain(&key, &summary, &visible, DecisionSettings::default(), ReloadStrategy::EnvVars);
+    assert!(text.contains("  Secrets are not watched (--resources-to-ignore): they never reload it\n"), "{text}");
+    assert!(
+        text.ends_with(&format!(
+            "  now: would roll out for ConfigMap cfg: the workload records {}, the content is {}\n",
+            hash_of("1"),
+            hash_of("2")
+        )),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_inactive_namespace_is_said_first_and_nothing_is_planned() {
+    let (key, summary) = web(json!([{"name": "STAKATER_CFG_CONFIGMAP", "value": hash_of("1").to_string()}]));
+    let configs = configs();
+    let watched = [ConfigKind::ConfigMap];
+    let why = Some("ignored (--namespaces-to-ignore)".to_owned());
+    let visible = Visible { namespace_inactive: why, configs: &configs, watched: &watched, start: Baseline::Current };
+    let text = explain(&key, &summary, &visible, DecisionSettings::default(), ReloadStrategy::EnvVars);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[1], "  namespace shop: ignored (--namespaces-to-ignore); no change in it reloads anything");
+    assert!(!text.contains("now:"), "{text}");
+}
+
+#[test]
+fn with_sync_after_restart_an_unrecorded_workload_would_roll() {
+    let (key, summary) = web(json!([]));
+    let configs = configs();
+    let watched = [ConfigKind::ConfigMap];
+    let visible = Visible { namespace_inactive: None, configs: &configs, watched: &watched, start: Baseline::Stale };
+    let text = explain(&key, &summary, &visible, DecisionSettings::default(), ReloadStrategy::EnvVars);
+    let cfg = format!(
+        "  now: would roll out for ConfigMap cfg: the workload records no hash, the content is {}\n",
+        hash_of("2")
+    );
+    assert!(text.contains(&cfg), "{text}");
+}
