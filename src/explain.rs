@@ -151,9 +151,13 @@ pub fn explain(
     out
 }
 
-/// Reads the workload and its namespace's ConfigMaps and Secrets, and explains it.
-pub async fn run(client: &Client, target: &str, namespace: &str, settings: &Settings) -> Result<String, ExplainError> {
-    let (kind, name) = parse_target(target)?;
+/// Reads the workload (from [`parse_target`]) and its namespace's ConfigMaps and Secrets, and explains it.
+pub async fn run(
+    client: &Client,
+    (kind, name): (WorkloadKind, String),
+    namespace: &str,
+    settings: &Settings,
+) -> Result<String, ExplainError> {
     let keys = &settings.keys;
     let (key, summary) = match kind {
         WorkloadKind::Deployment => fetch::<Deployment>(client, namespace, &name, keys).await?,

@@ -43,6 +43,13 @@ async fn main() -> ExitCode {
 
 /// `reloader explain`: prints the explanation, or the error (status 1).
 async fn explain(workload: &str, namespace: &str, settings: &Settings) -> ExitCode {
+    let target = match reloader::explain::parse_target(workload) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let client = match kube::Client::try_default().await {
         Ok(c) => c,
         Err(e) => {
@@ -50,7 +57,7 @@ async fn explain(workload: &str, namespace: &str, settings: &Settings) -> ExitCo
             return ExitCode::FAILURE;
         }
     };
-    match reloader::explain::run(&client, workload, namespace, settings).await {
+    match reloader::explain::run(&client, target, namespace, settings).await {
         Ok(text) => {
             print!("{text}");
             ExitCode::SUCCESS
