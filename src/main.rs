@@ -1,4 +1,5 @@
-//! The `reloader` binary: parse flags, set up logging and TLS, run the controller until SIGTERM/SIGINT.
+//! The `reloader` binary: parse flags, set up logging and TLS, run the controller until SIGTERM/SIGINT (or, with
+//! `explain`, print what it would do for one workload and exit).
 
 use std::{process::ExitCode, sync::Arc};
 
