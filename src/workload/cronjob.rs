@@ -3,14 +3,17 @@
 //! then recorded in the CronJob's metadata so a restart does not spawn again. The CronJob is read and the Job
 //! built as JSON, so job-template fields newer than this binary's API types are kept.
 
-use k8s_openapi::api::{batch::v1::CronJob, core::v1::PodTemplateSpec};
+use k8s_openapi::api::{
+    batch::v1::{CronJob, Job},
+    core::v1::PodTemplateSpec,
+};
 use kube::{
-    Api, Client,
-    api::{ApiResource, DynamicObject, PostParams},
+    Client,
+    api::{DynamicObject, PostParams},
 };
 use serde_json::{Value, json};
 
-use super::{WorkloadKey, WorkloadKind, WorkloadObject, WorkloadWrite, job, patch_metadata};
+use super::{WorkloadKey, WorkloadKind, WorkloadObject, WorkloadWrite, get_json, json_api, patch_metadata};
 use crate::{constants::CRONJOB_INSTANTIATE, strategy::apply_to_template_json};
 
 impl WorkloadObject for CronJob {
@@ -24,11 +27,9 @@ impl WorkloadObject for CronJob {
 /// Spawns the Job, then records the hashes on the CronJob.
 pub(super) async fn write(client: &Client, key: &WorkloadKey, w: &WorkloadWrite<'_>) -> Result<(), kube::Error> {
     if !w.changes.is_empty() {
-        let cronjobs: Api<DynamicObject> =
-            Api::namespaced_with(client.clone(), &key.namespace, &ApiResource::erase::<CronJob>(&()));
-        let cronjob = serde_json::to_value(cronjobs.get(&key.name).await?).map_err(kube::Error::SerdeError)?;
+        let cronjob = get_json(&json_api::<CronJob>(client, &key.namespace), &key.name).await?;
         let job: DynamicObject = serde_json::from_value(job_from(&cronjob, w)).map_err(kube::Error::SerdeError)?;
-        job::json_api(client, &key.namespace).create(&PostParams::default(), &job).await?;
+        json_api::<Job>(client, &key.namespace).create(&PostParams::default(), &job).await?;
     }
     patch_metadata::<CronJob>(client, key, w).await
 }

@@ -7,12 +7,12 @@ use std::time::Duration;
 
 use k8s_openapi::api::{batch::v1::Job, core::v1::PodTemplateSpec};
 use kube::{
-    Api, Client,
-    api::{ApiResource, DeleteParams, DynamicObject, PostParams},
+    Client,
+    api::{DeleteParams, DynamicObject, PostParams},
 };
 use serde_json::Value;
 
-use super::{WorkloadKey, WorkloadKind, WorkloadObject, WorkloadWrite, patch_metadata};
+use super::{WorkloadKey, WorkloadKind, WorkloadObject, WorkloadWrite, get_json, json_api, patch_metadata};
 use crate::{constants::annotation::APPLIED_HASHES, strategy::apply_to_template_json};
 
 impl WorkloadObject for Job {
@@ -39,18 +39,13 @@ const SERVER_METADATA: [&str; 8] = [
     "selfLink",
 ];
 
-/// Jobs as JSON objects.
-pub(super) fn json_api(client: &Client, namespace: &str) -> Api<DynamicObject> {
-    Api::namespaced_with(client.clone(), namespace, &ApiResource::erase::<Job>(&()))
-}
-
 /// Recreates the Job with the new template, or only records the hashes when nothing reloads.
 pub(super) async fn write(client: &Client, key: &WorkloadKey, w: &WorkloadWrite<'_>) -> Result<(), kube::Error> {
     if w.changes.is_empty() {
         return patch_metadata::<Job>(client, key, w).await;
     }
-    let jobs = json_api(client, &key.namespace);
-    let current = serde_json::to_value(jobs.get(&key.name).await?).map_err(kube::Error::SerdeError)?;
+    let jobs = json_api::<Job>(client, &key.namespace);
+    let current = get_json(&jobs, &key.name).await?;
     let job: DynamicObject = serde_json::from_value(recreated(current, w)).map_err(kube::Error::SerdeError)?;
     jobs.delete(&key.name, &DeleteParams::background()).await?;
     // The old object may linger for a moment; AlreadyExists is retried briefly, then left to the queue.

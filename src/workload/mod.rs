@@ -20,8 +20,8 @@ use k8s_openapi::{
     },
 };
 use kube::{
-    Client, Resource, ResourceExt,
-    api::{Patch, PatchParams},
+    Api, Client, Resource, ResourceExt,
+    api::{ApiResource, DynamicObject, Patch, PatchParams},
 };
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -288,6 +288,17 @@ async fn template_patch<K: WorkloadObject>(
     w: &WorkloadWrite<'_>,
 ) -> Result<(), kube::Error> {
     strategic_patch::<K>(client, key, &template_patch_body(w)).await
+}
+
+/// Objects of kind `K` in `namespace` as JSON, so fields newer than this binary's API types survive a
+/// read-modify-create (CronJob spawns, Job recreates).
+fn json_api<K: WorkloadObject>(client: &Client, namespace: &str) -> Api<DynamicObject> {
+    Api::namespaced_with(client.clone(), namespace, &ApiResource::erase::<K>(&()))
+}
+
+/// GETs `name` as a JSON value.
+async fn get_json(api: &Api<DynamicObject>, name: &str) -> Result<Value, kube::Error> {
+    serde_json::to_value(api.get(name).await?).map_err(kube::Error::SerdeError)
 }
 
 /// Records the hashes only (metadata never rolls pods).
