@@ -21,7 +21,7 @@ use serde::de::DeserializeOwned;
 use crate::{
     annotations::AnnotationKeys,
     config::WatchScope,
-    controller::{Settings, Source, configmap_facts, secret_facts},
+    controller::{Settings, configmap_facts, secret_facts},
     decision::{DecisionSettings, ReloadDecision},
     hash::ContentHash,
     index::{Baseline, ConfigFacts, ConfigKey, Index, decide_pair},
@@ -168,15 +168,7 @@ pub async fn run(
         WorkloadKind::Rollout => fetch::<Rollout>(client, namespace, &name, keys).await?,
         WorkloadKind::DeploymentConfig => fetch::<DeploymentConfig>(client, namespace, &name, keys).await?,
     };
-    let watched: Vec<ConfigKind> = settings
-        .watch
-        .sources
-        .iter()
-        .filter_map(|s| match s {
-            Source::Config(kind) => Some(*kind),
-            _ => None,
-        })
-        .collect();
+    let watched = settings.watch.config_kinds();
     // Only what the controller would see: the watched kinds, filtered by `--resource-label-selector`.
     let params = match &settings.watch.resource_label_selector {
         Some(selector) => ListParams::default().labels(selector),

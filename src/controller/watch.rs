@@ -107,6 +107,17 @@ pub struct WatchPlan {
     pub namespace_selector: Option<String>,
 }
 
+impl WatchPlan {
+    /// The ConfigMap/Secret kinds watched (`--resources-to-ignore` removes one).
+    pub fn config_kinds(&self) -> Vec<ConfigKind> {
+        let kinds = self.sources.iter().filter_map(|s| match s {
+            Source::Config(kind @ (ConfigKind::ConfigMap | ConfigKind::Secret)) => Some(*kind),
+            _ => None,
+        });
+        kinds.collect()
+    }
+}
+
 /// The merged stream of every watch; more can be pushed (kinds whose API appears later).
 pub type Streams = futures::stream::SelectAll<BoxStream<'static, Observed>>;
 
