@@ -43,6 +43,12 @@ pub mod annotation {
     pub const LAST_RELOADED_FROM: &str = "reloader.stakater.com/last-reloaded-from";
 }
 
+/// Size budget of one workload's `applied-hashes` record (bytes of JSON). A named list matching thousands of
+/// resources, or a workload whose `last-applied-configuration` fills most of the 256 KiB annotation limit,
+/// must not make the record (or the reload it rides with) fail: entries past the budget are left out, those
+/// with no other memory on the object first kept (see `index::plan`).
+pub const APPLIED_HASHES_BUDGET: usize = 4096;
+
 /// Env var names: `STAKATER_<SANITISED NAME>_<KIND>` (upstream `getEnvVarName`, §3.2).
 pub const ENV_VAR_PREFIX: &str = "STAKATER_";
 

@@ -3,11 +3,13 @@
 //! than the bound).
 
 use std::{
+    collections::BTreeMap,
     net::SocketAddr,
     sync::{
-        Arc,
+        Arc, Mutex, MutexGuard, PoisonError,
         atomic::{AtomicBool, Ordering},
     },
+    time::{Duration, Instant},
 };
 
 use axum::{Router, extract::State, http::StatusCode, http::header, response::IntoResponse, routing::get};
@@ -16,29 +18,74 @@ use tokio_util::sync::CancellationToken;
 
 use crate::metrics::Metrics;
 
+/// How long a source must keep failing before `/readyz` reports it (and turns 503 for a core kind).
+pub const WATCH_FAILURE_BOUND: Duration = Duration::from_secs(60);
+/// A failure run ends when its source has not failed for this long: kube-runtime's watcher retries at most
+/// every 30 s (plus jitter), so a source that keeps failing fails again within this gap, and one that resumed
+/// its watch without delivering anything (a quiet namespace) stops counting as failing by itself.
+const FAILURE_GAP: Duration = Duration::from_secs(75);
+/// Errors a run needs before it counts: two transient errors a minute apart are not a failing source.
+const FAILURE_MIN_ERRORS: u32 = 3;
+
+/// One watch source's current run of failures.
+#[derive(Clone, Debug)]
+struct SourceFailure {
+    /// A core kind (not an optional API such as Argo Rollouts): its failure makes `/readyz` 503.
+    core: bool,
+    since: Instant,
+    last: Instant,
+    errors: u32,
+    message: String,
+}
+
 /// Health flags shared by the controller and the endpoints.
 #[derive(Debug)]
 pub struct Health {
     synced: AtomicBool,
-    watch_failing: AtomicBool,
     live: AtomicBool,
+    bound: Duration,
+    /// Failing watch sources, by name (e.g. `deployments.apps in shop`).
+    failing: Mutex<BTreeMap<String, SourceFailure>>,
 }
 
 impl Default for Health {
     fn default() -> Self {
-        Self { synced: AtomicBool::new(false), watch_failing: AtomicBool::new(false), live: AtomicBool::new(true) }
+        Self::with_bound(WATCH_FAILURE_BOUND)
     }
 }
 
 impl Health {
-    /// Every watch has completed its first list.
+    /// Health whose failing sources count after `bound` (tests use short bounds).
+    pub fn with_bound(bound: Duration) -> Self {
+        Self { synced: AtomicBool::new(false), live: AtomicBool::new(true), bound, failing: Mutex::default() }
+    }
+
+    fn failing(&self) -> MutexGuard<'_, BTreeMap<String, SourceFailure>> {
+        self.failing.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Every watch has completed its first list (or is failing and reported).
     pub fn set_synced(&self) {
         self.synced.store(true, Ordering::Relaxed);
     }
 
-    /// Some watch has been failing for longer than the readiness bound (or recovered).
-    pub fn set_watch_failing(&self, failing: bool) {
-        self.watch_failing.store(failing, Ordering::Relaxed);
+    /// A watch source failed at `now`. Returns true when this starts a new run of failures (worth a log line).
+    pub fn source_failed(&self, source: &str, core: bool, message: &str, now: Instant) -> bool {
+        let mut failing = self.failing();
+        if let Some(run) = failing.get_mut(source).filter(|r| now.saturating_duration_since(r.last) <= FAILURE_GAP) {
+            run.last = now;
+            run.errors = run.errors.saturating_add(1);
+            message.clone_into(&mut run.message);
+            return false;
+        }
+        let run = SourceFailure { core, since: now, last: now, errors: 1, message: message.to_owned() };
+        failing.insert(source.to_owned(), run);
+        true
+    }
+
+    /// A watch source delivered again. Returns true when it had been failing.
+    pub fn source_recovered(&self, source: &str) -> bool {
+        self.failing().remove(source).is_some()
     }
 
     /// Marks the process not live (upstream v1: after losing leadership, so the kubelet restarts it).
@@ -46,15 +93,38 @@ impl Health {
         self.live.store(false, Ordering::Relaxed);
     }
 
-    /// `Ok` when ready, else why not.
-    pub fn readiness(&self) -> Result<(), &'static str> {
+    /// Sources failing at `now` for longer than the bound: (name, core kind, last error).
+    pub fn failing_sources(&self, now: Instant) -> Vec<(String, bool, String)> {
+        let failing = self.failing();
+        let counts = |r: &&SourceFailure| {
+            r.errors >= FAILURE_MIN_ERRORS
+                && now.saturating_duration_since(r.last) <= FAILURE_GAP
+                && r.last.saturating_duration_since(r.since) >= self.bound
+        };
+        failing.iter().filter(|(_, r)| counts(r)).map(|(n, r)| (n.clone(), r.core, r.message.clone())).collect()
+    }
+
+    /// `Ok` with a note on degraded optional sources when ready, else why not. Ready means: every watch has
+    /// listed once (or reported its failure), and no core kind (ConfigMaps, Secrets, the built-in workloads,
+    /// namespaces) has been failing for longer than the bound. Reloads of everything else go on either way;
+    /// readiness recovers as soon as the source delivers again.
+    pub fn readiness(&self, now: Instant) -> Result<String, String> {
         if !self.synced.load(Ordering::Relaxed) {
-            return Err("watches have not synced yet");
+            return Err("watches have not synced yet".to_owned());
         }
-        if self.watch_failing.load(Ordering::Relaxed) {
-            return Err("a watch has been failing for too long");
+        let failing = self.failing_sources(now);
+        let describe = |core: bool| {
+            let list = failing.iter().filter(|(_, c, _)| *c == core).map(|(n, _, m)| format!("{n}: {m}"));
+            list.collect::<Vec<_>>().join("\n")
+        };
+        let (core, optional) = (describe(true), describe(false));
+        if !core.is_empty() {
+            return Err(format!("watches failing for more than {:?} (reloads elsewhere go on):\n{core}", self.bound));
         }
-        Ok(())
+        if !optional.is_empty() {
+            return Ok(format!("ok\ndegraded: optional kinds not watched:\n{optional}"));
+        }
+        Ok("ok".to_owned())
     }
 }
 
@@ -87,21 +157,28 @@ async fn live(State(s): State<AppState>) -> impl IntoResponse {
 }
 
 async fn ready(State(s): State<AppState>) -> impl IntoResponse {
-    match s.health.readiness() {
-        Ok(()) => (StatusCode::OK, "ok"),
+    match s.health.readiness(Instant::now()) {
+        Ok(body) => (StatusCode::OK, body),
         Err(why) => (StatusCode::SERVICE_UNAVAILABLE, why),
     }
 }
 
-/// Parses Go-style listen addresses: `:9090` means every interface.
+/// Parses Go-style listen addresses: `:9090` means every interface, IPv6 and IPv4 (upstream's Go listener is
+/// dual-stack; [`serve`] falls back to IPv4 where the kernel has no IPv6).
 pub fn parse_listen_addr(text: &str) -> Result<SocketAddr, String> {
-    let full = if text.starts_with(':') { format!("0.0.0.0{text}") } else { text.to_owned() };
+    let full = if text.starts_with(':') { format!("[::]{text}") } else { text.to_owned() };
     full.parse().map_err(|e| format!("invalid listen address {text:?}: {e}"))
 }
 
 /// Binds `addr` and serves `router` until `shutdown`; returns the bound address once listening.
 pub async fn serve(addr: SocketAddr, router: Router, shutdown: CancellationToken) -> std::io::Result<SocketAddr> {
-    let listener = TcpListener::bind(addr).await?;
+    let listener = match TcpListener::bind(addr).await {
+        // `[::]` where IPv6 is disabled: every IPv4 interface instead.
+        Err(_) if addr.ip() == std::net::IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED) => {
+            TcpListener::bind((std::net::Ipv4Addr::UNSPECIFIED, addr.port())).await?
+        }
+        bound => bound?,
+    };
     let bound = listener.local_addr()?;
     tokio::spawn(async move {
         let _ = axum::serve(listener, router).with_graceful_shutdown(async move { shutdown.cancelled().await }).await;
@@ -115,20 +192,57 @@ mod tests {
 
     #[test]
     fn listen_addresses_accept_go_forms() {
-        assert_eq!(parse_listen_addr(":9090").map(|a| a.to_string()), Ok("0.0.0.0:9090".to_owned()));
+        assert_eq!(parse_listen_addr(":9090").map(|a| a.to_string()), Ok("[::]:9090".to_owned()));
         assert_eq!(parse_listen_addr("127.0.0.1:0").map(|a| a.port()), Ok(0));
         assert!(parse_listen_addr("nope").is_err());
     }
 
     #[test]
-    fn readiness_needs_sync_and_healthy_watches() {
-        let h = Health::default();
-        assert_eq!(h.readiness(), Err("watches have not synced yet"));
+    fn readiness_needs_sync_and_no_core_source_failing_past_the_bound() {
+        let h = Health::with_bound(Duration::from_secs(60));
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        assert_eq!(h.readiness(t0), Err("watches have not synced yet".to_owned()));
         h.set_synced();
-        assert_eq!(h.readiness(), Ok(()));
-        h.set_watch_failing(true);
-        assert!(h.readiness().is_err());
-        h.set_watch_failing(false);
-        assert_eq!(h.readiness(), Ok(()));
+        assert_eq!(h.readiness(t0), Ok("ok".to_owned()));
+        // A core kind failing every 30 s: not ready once the run is 60 s old, named in the body.
+        for s in [0, 1, 3, 7, 15, 31, 61] {
+            h.source_failed("deployments.apps in a", true, "forbidden", at(s));
+        }
+        let why = h.readiness(at(62)).expect_err("failing core source");
+        assert!(why.contains("deployments.apps in a: forbidden"), "{why}");
+        // It delivers again: ready at once.
+        assert!(h.source_recovered("deployments.apps in a"));
+        assert_eq!(h.readiness(at(62)), Ok("ok".to_owned()));
+    }
+
+    #[test]
+    fn readiness_does_not_latch_after_sparse_transient_errors() {
+        let h = Health::with_bound(Duration::from_secs(60));
+        h.set_synced();
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        // Two transient errors 60 s apart, nothing delivered in between (a quiet namespace).
+        h.source_failed("configmaps", true, "connection reset", at(0));
+        h.source_failed("configmaps", true, "connection reset", at(60));
+        assert_eq!(h.readiness(at(61)), Ok("ok".to_owned()));
+        // A run that did count ends by itself once the source stops failing, even without a delivery.
+        for s in [100, 130, 160, 190] {
+            h.source_failed("secrets", true, "timeout", at(s));
+        }
+        assert!(h.readiness(at(191)).is_err());
+        assert_eq!(h.readiness(at(191 + 76)), Ok("ok".to_owned()));
+    }
+
+    #[test]
+    fn a_failing_optional_kind_is_reported_but_stays_ready() {
+        let h = Health::with_bound(Duration::ZERO);
+        h.set_synced();
+        let now = Instant::now();
+        for _ in 0..3 {
+            h.source_failed("deploymentconfigs.apps.openshift.io", false, "forbidden", now);
+        }
+        let body = h.readiness(now).expect("ready");
+        assert!(body.contains("degraded") && body.contains("deploymentconfigs.apps.openshift.io: forbidden"), "{body}");
     }
 }

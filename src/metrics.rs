@@ -43,6 +43,11 @@ pub struct Metrics {
     pub workloads_matched: IntCounterVec,
     /// `reloader_watch_restarts_total{resource}` (ours): watch failures that forced a re-watch or relist.
     pub watch_restarts: IntCounterVec,
+    /// `reloader_watch_failing{resource,namespace}` (ours): 1 while that watch fails (forbidden, API removed,
+    /// API server unreachable), 0 once it delivers again.
+    pub watch_failing: IntGaugeVec,
+    /// `reloader_reconcile_panics_total` (ours): reconciles that panicked and were contained (and retried).
+    pub panics: IntCounter,
     /// `reloader_index_objects{type}` (ours): resources and workloads in memory.
     pub index_objects: IntGaugeVec,
     /// `reloader_ready` (ours): 1 once every watch has synced.
@@ -104,6 +109,14 @@ impl Metrics {
         let index_objects =
             IntGaugeVec::new(Opts::new("reloader_index_objects", "Objects held in the in-memory index"), &["type"])
                 .unwrap_or_else(|e| panic!("{e}"));
+        let watch_failing = IntGaugeVec::new(
+            Opts::new("reloader_watch_failing", "1 while the watch of a resource (in a namespace) is failing"),
+            &["resource", "namespace"],
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let panics =
+            IntCounter::new("reloader_reconcile_panics_total", "Reconciles that panicked, contained and retried")
+                .unwrap_or_else(|e| panic!("{e}"));
         let ready = Gauge::new("reloader_ready", "1 once every watch has synced").unwrap_or_else(|e| panic!("{e}"));
         let leader = IntGauge::new("leader_election_master_status", "1 while this replica is the leader")
             .unwrap_or_else(|e| panic!("{e}"));
@@ -113,6 +126,8 @@ impl Metrics {
             Box::new(queue_latency.clone()),
             Box::new(retries.clone()),
             Box::new(index_objects.clone()),
+            Box::new(watch_failing.clone()),
+            Box::new(panics.clone()),
             Box::new(ready.clone()),
             Box::new(leader.clone()),
             Box::new(prometheus::process_collector::ProcessCollector::for_self()),
@@ -185,6 +200,8 @@ impl Metrics {
             queue_latency,
             retries,
             index_objects,
+            watch_failing,
+            panics,
             ready,
             leader,
             registry: r,

@@ -182,6 +182,12 @@ pub fn encode_applied_hashes(hashes: &BTreeMap<(ConfigKind, String), ContentHash
     serde_json::to_string(&map).unwrap_or_default()
 }
 
+/// Bytes one entry adds to an encoded `applied-hashes` record: `"kind/name":"<40 hex>",`. Kubernetes names
+/// need no JSON escaping.
+pub fn applied_hashes_entry_len((kind, name): &(ConfigKind, String)) -> usize {
+    kind.v2_kind().len() + 1 + name.len() + 46
+}
+
 /// Parses an `applied-hashes` record; malformed entries are skipped (the record is only a memory aid).
 pub fn parse_applied_hashes(text: &str) -> BTreeMap<(ConfigKind, String), ContentHash> {
     let map: BTreeMap<String, String> = serde_json::from_str(text).unwrap_or_default();
@@ -327,6 +333,8 @@ mod tests {
         let text = encode_applied_hashes(&m);
         assert_eq!(text, format!(r#"{{"configmap/a":"{H1}","secret/b":"{H2}"}}"#));
         assert_eq!(parse_applied_hashes(&text), m);
+        let entries: usize = m.keys().map(applied_hashes_entry_len).sum();
+        assert_eq!(text.len(), 2 + entries - 1, "entry lengths add up to the encoded record");
         assert!(parse_applied_hashes("garbage").is_empty());
         assert_eq!(
             parse_applied_hashes(&format!(r#"{{"pod/x":"{H1}","secret/b":"{H2}","configmap/c":"zz"}}"#)).len(),

@@ -21,15 +21,17 @@ use crate::{
 pub(super) struct Observer {
     pub(super) ctx: Arc<Context>,
     infos: Vec<StreamInfo>,
+    /// Per stream: its first list has completed.
     listed: Vec<bool>,
+    /// Per stream: its last outcome was an error (cleared when it delivers again).
+    errored: Vec<bool>,
     pub(super) seen_configs: HashMap<usize, HashSet<ConfigKey>>,
     seen_workloads: HashMap<usize, HashSet<WorkloadKey>>,
     seen_namespaces: HashMap<usize, HashSet<String>>,
     /// Namespaces matching `--namespace-selector` (only consulted when it is set).
     selected: HashSet<String>,
+    /// Every stream has listed once or failed: changes are acted on from now on.
     pub(super) synced: bool,
-    /// Streams currently failing, since when.
-    failing: HashMap<usize, Instant>,
     /// CSI: each SecretProviderClassPodStatus's last hash.
     pub(super) csi: crate::csi::CsiTracker,
     /// CSI: `ignore`/`match` of each SecretProviderClass, by (namespace, name).
@@ -49,18 +51,30 @@ enum Lane {
 impl Observer {
     pub(super) fn new(ctx: Arc<Context>, infos: Vec<StreamInfo>) -> Self {
         let listed = vec![false; infos.len()];
-        Self {
+        let errored = vec![false; infos.len()];
+        let observer = Self {
             ctx,
             infos,
             listed,
+            errored,
             seen_configs: HashMap::new(),
             seen_workloads: HashMap::new(),
             seen_namespaces: HashMap::new(),
             selected: HashSet::new(),
             synced: false,
-            failing: HashMap::new(),
             csi: crate::csi::CsiTracker::default(),
             csi_flags: HashMap::new(),
+        };
+        for info in &observer.infos {
+            observer.register(info);
+        }
+        observer
+    }
+
+    /// Tells the index that a resource stream has not listed yet (plans keep the records of its kind).
+    fn register(&self, info: &StreamInfo) {
+        if let Source::Config(kind) = info.source {
+            self.ctx.index().set_config_source_listed(kind, info.namespace.as_deref(), false);
         }
     }
 
@@ -71,8 +85,10 @@ impl Observer {
 
     /// Registers a stream added after startup (an optional kind whose API appeared).
     pub(super) fn add_stream(&mut self, info: StreamInfo) {
+        self.register(&info);
         self.infos.push(info);
         self.listed.push(false);
+        self.errored.push(false);
     }
 
     /// Whether changes in `namespace` are acted on (`--namespaces-to-ignore`, `--namespace-selector`).
@@ -82,11 +98,13 @@ impl Observer {
             && (s.watch.namespace_selector.is_none() || self.selected.contains(namespace))
     }
 
-    /// Baseline for resources first seen now: before the first sync only `--sync-after-restart` makes
-    /// unrecorded pairs stale; afterwards only `--reload-on-create` does (for resources, not workloads).
-    pub(super) fn baseline(&self, for_resource: bool) -> Baseline {
+    /// Baseline for objects first seen now on `stream`: in that stream's first list only
+    /// `--sync-after-restart` makes unrecorded pairs stale; afterwards only `--reload-on-create` does (for
+    /// resources, not workloads). Per stream, so a source that lists late (it was failing) starts the same way.
+    pub(super) fn baseline(&self, stream: usize, for_resource: bool) -> Baseline {
         let s = &self.ctx.settings;
-        let stale = if self.synced { for_resource && s.reload_on_create } else { s.sync_after_restart };
+        let first_list = !self.listed.get(stream).copied().unwrap_or(true);
+        let stale = if first_list { s.sync_after_restart } else { for_resource && s.reload_on_create };
         if stale { Baseline::Stale } else { Baseline::Current }
     }
 
@@ -152,7 +170,7 @@ impl Observer {
             }
             Observed::ListDone(id) => self.list_done(id),
             Observed::Config { stream, mut key, facts, listed } => {
-                let baseline = self.baseline(true);
+                let baseline = self.baseline(stream, true);
                 let mut index = self.ctx.index();
                 key.namespace = index.intern(&key.namespace);
                 if listed {
@@ -184,7 +202,7 @@ impl Observer {
                 }
             }
             Observed::Workload { stream, mut key, summary, listed } => {
-                let baseline = self.baseline(false);
+                let baseline = self.baseline(stream, false);
                 let mut index = self.ctx.index();
                 key.namespace = index.intern(&key.namespace);
                 if listed {
@@ -228,66 +246,129 @@ impl Observer {
                     info!("removed namespace from watch: {name}");
                 }
             }
-            Observed::Error { stream, message } => {
-                let info = &self.infos[stream];
-                warn!(source = ?info.source, namespace = ?info.namespace, "watch failed, retrying with backoff: {message}");
-                let m = &self.ctx.metrics;
-                m.watch_restarts.with_label_values(&[&format!("{:?}", info.source)]).inc();
-                m.errors.with_label_values(&["watch_error"]).inc();
-                let since = *self.failing.entry(stream).or_insert(now);
-                if now.duration_since(since) >= self.ctx.settings.watch_failure_bound {
-                    self.ctx.health.set_watch_failing(true);
-                }
-            }
+            Observed::Error { stream, code, message } => self.failed(stream, code, &message, now),
+            Observed::Recovered(stream) => self.recovered(stream),
         }
     }
 
-    /// After a (re)list: forget what the list no longer contains; after the first complete sync, and after
-    /// every relist, reconcile all workloads (an unchanged one costs no request).
+    /// A stream failed: counted, named (one log line per run of failures, with what is missing), reported in
+    /// `/readyz` once it keeps failing; it never delays the other streams.
+    fn failed(&mut self, id: usize, code: Option<u16>, message: &str, now: Instant) {
+        let Some(info) = self.infos.get(id).cloned() else { return };
+        let m = &self.ctx.metrics;
+        m.watch_restarts.with_label_values(&[&format!("{:?}", info.source)]).inc();
+        m.errors.with_label_values(&["watch_error"]).inc();
+        m.watch_failing
+            .with_label_values(&[info.source.api_resource(), info.namespace.as_deref().unwrap_or("")])
+            .set(1);
+        self.errored[id] = true;
+        let name = info.to_string();
+        if self.ctx.health.source_failed(&name, !info.source.is_optional(), message, now) {
+            let cost = match (code, &info.namespace) {
+                (Some(403), Some(ns)) => format!(
+                    "forbidden: the controller needs list and watch on {} in namespace {ns}",
+                    info.source.api_resource()
+                ),
+                (Some(403), None) => {
+                    format!(
+                        "forbidden: the controller needs list and watch on {} cluster-wide",
+                        info.source.api_resource()
+                    )
+                }
+                (Some(404), _) => format!("{} is not served (its CRD or API was removed?)", info.source.api_resource()),
+                _ => "retrying with backoff".to_owned(),
+            };
+            warn!(source = %name, code, "watch of {name} failed: {cost}; everything else keeps reloading: {message}");
+        }
+        if code == Some(404) && info.source.is_optional() {
+            // The API is gone: so are its objects. The watch keeps retrying and relists when it is back.
+            self.prune(id, HashSet::new(), HashSet::new(), HashSet::new());
+        }
+        self.first_sync_if_complete();
+    }
+
+    fn recovered(&mut self, id: usize) {
+        let Some(info) = self.infos.get(id) else { return };
+        self.errored[id] = false;
+        let name = info.to_string();
+        let labels = [info.source.api_resource(), info.namespace.as_deref().unwrap_or("")];
+        self.ctx.metrics.watch_failing.with_label_values(&labels).set(0);
+        if self.ctx.health.source_recovered(&name) {
+            info!(source = %name, "watch of {name} delivers again");
+        }
+    }
+
+    /// After a (re)list: forget what the list no longer contains; after the first sync, and after every
+    /// relist, reconcile all workloads (an unchanged one costs no request).
     fn list_done(&mut self, id: usize) {
-        let info = &self.infos[id];
+        let configs = self.seen_configs.remove(&id).unwrap_or_default();
+        let workloads = self.seen_workloads.remove(&id).unwrap_or_default();
+        let namespaces = self.seen_namespaces.remove(&id).unwrap_or_default();
+        self.prune(id, configs, workloads, namespaces);
+        self.listed[id] = true;
+        self.recovered(id);
+        if let Some(info) = self.infos.get(id)
+            && let Source::Config(kind) = info.source
+        {
+            self.ctx.index().set_config_source_listed(kind, info.namespace.as_deref(), true);
+        }
+        if !self.first_sync_if_complete() && self.synced {
+            self.reconcile_all();
+        }
+    }
+
+    /// Forgets what stream `id` covers and was not `seen` (in its last list).
+    fn prune(
+        &mut self,
+        id: usize,
+        configs: HashSet<ConfigKey>,
+        workloads: HashSet<WorkloadKey>,
+        namespaces: HashSet<String>,
+    ) {
+        let Some(info) = self.infos.get(id) else { return };
         let ns = info.namespace.as_deref();
         let mut index = self.ctx.index();
         match info.source {
             Source::Config(kind) => {
-                let seen = self.seen_configs.remove(&id).unwrap_or_default();
                 let tombstone = self.ctx.settings.reload_on_delete;
                 for key in index.configs_of(kind, ns) {
-                    if !seen.contains(&key) {
+                    if !configs.contains(&key) {
                         index.delete_config(&key, tombstone);
                     }
                 }
             }
             Source::Workload(kind) => {
-                let seen = self.seen_workloads.remove(&id).unwrap_or_default();
                 for key in index.workloads_of(kind, ns) {
-                    if !seen.contains(&key) {
+                    if !workloads.contains(&key) {
                         index.delete_workload(&key);
                     }
                 }
             }
-            Source::Namespaces => {
-                let seen = self.seen_namespaces.remove(&id).unwrap_or_default();
-                self.selected.retain(|n| seen.contains(n));
-            }
+            Source::Namespaces => self.selected.retain(|n| namespaces.contains(n)),
             Source::SecretProviderClasses => {}
         }
-        self.listed[id] = true;
-        if self.failing.remove(&id).is_some() && self.failing.is_empty() {
-            self.ctx.health.set_watch_failing(false);
+    }
+
+    /// The first sync: once every stream has listed or failed (a stream that cannot list never holds the others
+    /// back), reconcile every workload once. Returns true when it happened now.
+    fn first_sync_if_complete(&mut self) -> bool {
+        if self.synced || !self.listed.iter().zip(&self.errored).all(|(l, e)| *l || *e) {
+            return false;
         }
-        let first_sync = !self.synced && self.listed.iter().all(|l| *l);
-        if first_sync {
-            self.synced = true;
-            let (configs, workloads) = index.sizes();
+        self.synced = true;
+        let (configs, workloads) = self.ctx.index().sizes();
+        let failing: Vec<String> =
+            self.infos.iter().zip(&self.listed).filter(|(_, l)| !**l).map(|(i, _)| i.to_string()).collect();
+        if failing.is_empty() {
             info!(configs, workloads, "all watches synced; reconciling every workload once");
-            self.ctx.health.set_synced();
-            self.ctx.metrics.ready.set(1.0);
+        } else {
+            warn!(configs, workloads, failing = ?failing,
+                  "watches synced except {failing:?}, which keep retrying; reconciling every workload once");
         }
-        drop(index);
-        if self.synced {
-            self.reconcile_all();
-        }
+        self.ctx.health.set_synced();
+        self.ctx.metrics.ready.set(1.0);
+        self.reconcile_all();
+        true
     }
 
     /// Queues every workload (after a sync, a relist, or on becoming leader); unchanged ones cost no request.

@@ -1,6 +1,6 @@
 //! The observer fed a replayed watch stream.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
 use serde_json::json;
@@ -35,7 +35,6 @@ fn context() -> Arc<Context> {
         reload_on_delete: false,
         sync_after_restart: false,
         coalesce_window: Duration::ZERO,
-        watch_failure_bound: Duration::ZERO,
         alerts: None,
         webhook: None,
         keys: Arc::new(AnnotationKeys::default()),
@@ -50,7 +49,7 @@ fn context() -> Arc<Context> {
         index: std::sync::Mutex::new(Index::default()),
         queue: WorkQueue::new(Duration::from_millis(10), Duration::from_millis(10)),
         metrics: Arc::new(crate::metrics::Metrics::new(false)),
-        health: Arc::new(crate::http::Health::default()),
+        health: Arc::new(crate::http::Health::with_bound(Duration::ZERO)),
         events: None,
         alerts: None,
         webhook: None,
@@ -106,9 +105,9 @@ async fn a_replayed_watch_stream_queues_exactly_what_level_triggering_needs() {
     }
     o.apply(config("stale", "v1", true));
     o.apply(Observed::ListDone(0));
-    assert!(ctx.queue.is_empty() && ctx.health.readiness().is_err(), "not synced yet");
+    assert!(ctx.queue.is_empty() && ctx.health.readiness(Instant::now()).is_err(), "not synced yet");
     o.apply(Observed::ListDone(1));
-    assert_eq!(ctx.health.readiness(), Ok(()));
+    assert_eq!(ctx.health.readiness(Instant::now()), Ok("ok".to_owned()));
     assert_eq!(drain(&ctx).await, ["web"], "every workload is reconciled once after the first sync");
 
     // A duplicate and a metadata-only event queue nothing; a content change queues its workload.
@@ -125,13 +124,17 @@ async fn a_replayed_watch_stream_queues_exactly_what_level_triggering_needs() {
     assert!(ctx.index().config(&stale).is_none());
     assert_eq!(drain(&ctx).await, ["web"]);
 
-    // A failing watch turns readiness off (bound 0 here) until that stream lists again.
-    o.apply(Observed::Error { stream: 0, message: "connection refused".into() });
-    assert!(ctx.health.readiness().is_err());
+    // A watch that keeps failing turns readiness off (bound 0 here) until that stream delivers again.
+    for _ in 0..3 {
+        o.apply(Observed::Error { stream: 0, code: None, message: "connection refused".into() });
+    }
+    let why = ctx.health.readiness(Instant::now()).expect_err("failing");
+    assert!(why.contains("configmaps: connection refused"), "{why}");
+    o.apply(Observed::Recovered(0));
+    assert_eq!(ctx.health.readiness(Instant::now()), Ok("ok".to_owned()));
     o.apply(Observed::ListStarted(0));
     o.apply(config("cfg", "v2", true));
     o.apply(Observed::ListDone(0));
-    assert_eq!(ctx.health.readiness(), Ok(()));
     drain(&ctx).await;
 
     // Workload relist without "web": it is forgotten, and a later change queues nothing.
@@ -141,4 +144,56 @@ async fn a_replayed_watch_stream_queues_exactly_what_level_triggering_needs() {
     drain(&ctx).await;
     o.apply(config("cfg", "v3", false));
     assert_eq!(drain(&ctx).await, ["api"]);
+}
+
+#[tokio::test]
+async fn a_stream_that_cannot_list_does_not_hold_back_the_others() {
+    let ctx = context();
+    let infos = vec![
+        StreamInfo { source: Source::Config(ConfigKind::ConfigMap), namespace: None },
+        StreamInfo { source: Source::Workload(WorkloadKind::Deployment), namespace: None },
+        StreamInfo { source: Source::Workload(WorkloadKind::DeploymentConfig), namespace: None },
+    ];
+    let mut o = Observer::new(ctx.clone(), infos);
+    for ev in [Observed::ListStarted(0), Observed::ListStarted(1), config("cfg", "v1", true), workload("web", true)] {
+        o.apply(ev);
+    }
+    o.apply(Observed::ListDone(0));
+    o.apply(Observed::ListDone(1));
+    assert!(ctx.queue.is_empty(), "the DeploymentConfig stream has neither listed nor failed yet");
+    // It answers 403 (as without RBAC for apps.openshift.io): the others are acted on at once.
+    o.apply(Observed::Error { stream: 2, code: Some(403), message: "forbidden".into() });
+    assert_eq!(drain(&ctx).await, ["web"]);
+    o.apply(config("cfg", "v2", false));
+    assert_eq!(drain(&ctx).await, ["web"], "changes are acted on while a stream fails");
+    // An optional kind failing is reported but leaves the controller ready.
+    for _ in 0..3 {
+        o.apply(Observed::Error { stream: 2, code: Some(403), message: "forbidden".into() });
+    }
+    let body = ctx.health.readiness(Instant::now()).expect("ready");
+    assert!(body.contains("deploymentconfigs.apps.openshift.io: forbidden"), "{body}");
+}
+
+#[tokio::test]
+async fn a_resource_stream_that_has_not_listed_keeps_the_records_of_its_kind() {
+    let ctx = context();
+    let infos = vec![
+        StreamInfo { source: Source::Config(ConfigKind::ConfigMap), namespace: None },
+        StreamInfo { source: Source::Workload(WorkloadKind::Deployment), namespace: None },
+    ];
+    let mut o = Observer::new(ctx.clone(), infos);
+    let d: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": "web", "namespace": "ns", "uid": "web",
+                     "annotations": {"reloader.stakater.com/auto": "true",
+                                     "reloader.stakater.com/applied-hashes": format!("{{\"configmap/cfg\":\"{}\"}}", "a".repeat(40))}},
+        "spec": {"selector": {}, "template": {"spec": {"containers": [{"name": "app", "envFrom": [{"configMapRef": {"name": "cfg"}}]}]}}}
+    }))
+    .expect("deployment");
+    let (key, summary) = summarise(&d, &AnnotationKeys::default()).expect("summary");
+    o.apply(Observed::ListStarted(1));
+    o.apply(Observed::Workload { stream: 1, key: key.clone(), summary: Box::new(summary), listed: true });
+    o.apply(Observed::ListDone(1));
+    o.apply(Observed::Error { stream: 0, code: Some(403), message: "forbidden".into() });
+    let plan = ctx.index().plan(&key, DecisionSettings::default(), ReloadStrategy::EnvVars);
+    assert_eq!(plan, crate::index::WorkloadPlan::default(), "nothing to write: the ConfigMap record stays");
 }

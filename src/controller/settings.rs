@@ -29,8 +29,6 @@ pub struct Settings {
     pub alerts: Option<crate::alerts::AlertConfig>,
     /// `--webhook-url`: send instead of reloading.
     pub webhook: Option<crate::alerts::AlertConfig>,
-    /// A watch failing for longer than this turns `/readyz` not ready.
-    pub watch_failure_bound: Duration,
     /// Kinds watched only once their API is served (Argo Rollouts, DeploymentConfigs).
     pub optional: Vec<OptionalKind>,
     /// How often missing optional APIs are looked for.
@@ -116,7 +114,6 @@ impl Settings {
             reload_on_delete: args.reload_on_delete,
             sync_after_restart: args.sync_after_restart,
             coalesce_window: args.coalesce_window,
-            watch_failure_bound: Duration::from_secs(60),
             alerts: args.alerts.alerts(),
             webhook: args.alerts.webhook(),
             keys: Arc::new(args.annotations.keys()),

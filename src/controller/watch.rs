@@ -49,6 +49,33 @@ pub enum Source {
     SecretProviderClasses,
 }
 
+impl Source {
+    /// The API resource watched, as RBAC and `kubectl` name it (`deployments.apps`).
+    pub fn api_resource(self) -> &'static str {
+        match self {
+            Self::Config(ConfigKind::ConfigMap) => "configmaps",
+            Self::Config(ConfigKind::Secret) => "secrets",
+            Self::Config(ConfigKind::SecretProviderClass) => {
+                "secretproviderclasspodstatuses.secrets-store.csi.x-k8s.io"
+            }
+            Self::SecretProviderClasses => "secretproviderclasses.secrets-store.csi.x-k8s.io",
+            Self::Namespaces => "namespaces",
+            Self::Workload(kind) => kind.api_resource(),
+        }
+    }
+
+    /// An optional API (Argo Rollouts, DeploymentConfigs, CSI): its failure degrades the controller but does
+    /// not make it unready.
+    pub fn is_optional(self) -> bool {
+        matches!(
+            self,
+            Self::Config(ConfigKind::SecretProviderClass)
+                | Self::SecretProviderClasses
+                | Self::Workload(WorkloadKind::Rollout | WorkloadKind::DeploymentConfig)
+        )
+    }
+}
+
 /// A watch stream: its kind and namespace (`None` = all namespaces).
 #[derive(Clone, Debug)]
 pub struct StreamInfo {
@@ -56,6 +83,15 @@ pub struct StreamInfo {
     pub source: Source,
     /// Where.
     pub namespace: Option<String>,
+}
+
+impl std::fmt::Display for StreamInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.namespace {
+            Some(ns) => write!(f, "{} in {ns}", self.source.api_resource()),
+            None => write!(f, "{}", self.source.api_resource()),
+        }
+    }
 }
 
 /// One observation from a watch, already summarised.
@@ -90,8 +126,10 @@ pub enum Observed {
     NamespaceSelected { stream: usize, name: String, listed: bool },
     /// A namespace no longer matches (or was deleted).
     NamespaceDeselected(String),
-    /// The watch failed; it retries with backoff.
-    Error { stream: usize, message: String },
+    /// The watch failed; it retries with backoff. `code`: the API server's status code, if it answered.
+    Error { stream: usize, code: Option<u16>, message: String },
+    /// Stream `usize` delivered again after failing (its watch resumed or it relisted).
+    Recovered(usize),
 }
 
 /// What to watch, from the validated flags.
@@ -375,17 +413,31 @@ where
     A: Fn(K, bool) -> Option<Observed> + Send + 'static,
     D: Fn(K) -> Option<Observed> + Send + 'static,
 {
+    let mut failing = false;
     stream
-        .filter_map(move |res| {
+        .flat_map(move |res| {
             let out = match res {
                 Ok(watcher::Event::Init) => Some(Observed::ListStarted(id)),
                 Ok(watcher::Event::InitDone) => Some(Observed::ListDone(id)),
                 Ok(watcher::Event::InitApply(obj)) => applied(obj, true),
                 Ok(watcher::Event::Apply(obj)) => applied(obj, false),
                 Ok(watcher::Event::Delete(obj)) => deleted(obj),
-                Err(e) => Some(Observed::Error { stream: id, message: e.to_string() }),
+                Err(e) => Some(Observed::Error { stream: id, code: status_code(&e), message: e.to_string() }),
             };
-            futures::future::ready(out)
+            let recovered = std::mem::replace(&mut failing, matches!(out, Some(Observed::Error { .. })));
+            let recovered = (recovered && !failing).then_some(Observed::Recovered(id));
+            futures::stream::iter(recovered.into_iter().chain(out))
         })
         .boxed()
+}
+
+/// The HTTP status the API server answered a failed list or watch with.
+fn status_code(e: &watcher::Error) -> Option<u16> {
+    match e {
+        watcher::Error::InitialListFailed(kube::Error::Api(s))
+        | watcher::Error::WatchStartFailed(kube::Error::Api(s))
+        | watcher::Error::WatchFailed(kube::Error::Api(s)) => Some(s.code),
+        watcher::Error::WatchError(s) => Some(s.code),
+        _ => None,
+    }
 }

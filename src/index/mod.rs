@@ -120,6 +120,9 @@ pub struct Index {
     referenced_by: HashMap<ConfigKey, BTreeSet<WorkloadKey>>,
     with_named_lists: HashMap<Arc<str>, BTreeSet<WorkloadKey>>,
     namespaces: HashSet<Arc<str>>,
+    /// Resource streams that have not completed a list yet (kind, namespace or all): the index does not know
+    /// all resources of that kind there, so plans keep what the object records for them.
+    unlisted_config_sources: HashSet<(ConfigKind, Option<String>)>,
 }
 
 impl Index {
@@ -136,6 +139,21 @@ impl Index {
     /// Number of resources and workloads indexed.
     pub fn sizes(&self) -> (usize, usize) {
         (self.configs.len(), self.workloads.len())
+    }
+
+    /// Records whether the resource stream of `kind` in `namespace` (`None`: all) has completed a list.
+    pub fn set_config_source_listed(&mut self, kind: ConfigKind, namespace: Option<&str>, listed: bool) {
+        let source = (kind, namespace.map(str::to_owned));
+        if listed {
+            self.unlisted_config_sources.remove(&source);
+        } else {
+            self.unlisted_config_sources.insert(source);
+        }
+    }
+
+    /// Whether every resource of `kind` in `namespace` is known (its stream has listed).
+    fn config_kind_listed(&self, kind: ConfigKind, namespace: &str) -> bool {
+        !self.unlisted_config_sources.iter().any(|(k, ns)| *k == kind && ns.as_deref().is_none_or(|n| n == namespace))
     }
 
     /// The facts of a resource.

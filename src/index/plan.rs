@@ -5,10 +5,11 @@ use std::collections::BTreeMap;
 
 use super::{ConfigFacts, ConfigKey, Index, Pair, WorkloadState};
 use crate::{
+    constants::APPLIED_HASHES_BUDGET,
     decision::{DecisionSettings, ReloadDecision, ReloadReason, ResourceFacts, SkipReason, WorkloadFacts, decide},
     hash::ContentHash,
     resource::{ConfigKind, env_var_name},
-    strategy::ReloadStrategy,
+    strategy::{ReloadStrategy, applied_hashes_entry_len},
     workload::{WorkloadKey, WorkloadSummary},
 };
 
@@ -36,6 +37,8 @@ pub struct WorkloadPlan {
     pub reloads: Vec<PlannedReload>,
     /// The `applied-hashes` metadata record to write, when the object does not already carry it.
     pub applied_hashes: Option<BTreeMap<(ConfigKind, String), ContentHash>>,
+    /// Resources left out of that record by its size budget.
+    pub unrecorded: usize,
 }
 
 impl WorkloadPlan {
@@ -106,8 +109,16 @@ impl Index {
             }
         }
         let on_object = state.persisted.as_ref().unwrap_or(&state.summary.applied_hashes);
+        // Resources of a kind whose stream has not listed (yet, or at all: forbidden) are not all known: keep
+        // what the object records for them rather than erase it.
+        for (pair, hash) in on_object {
+            if !self.config_kind_listed(pair.0, &key.namespace) {
+                record.entry(pair.clone()).or_insert(*hash);
+            }
+        }
+        let (record, unrecorded) = within_budget(record, &state.summary);
         let applied_hashes = (record != *on_object).then_some(record);
-        let mut plan = WorkloadPlan { reloads, applied_hashes };
+        let mut plan = WorkloadPlan { reloads, applied_hashes, unrecorded };
         if state.rejected.as_ref().is_some_and(|r| *r == reload_set(&plan)) {
             // The same write was rejected permanently already: wait for something to change.
             plan = WorkloadPlan::default();
@@ -132,6 +143,36 @@ impl Index {
             }
         }
     }
+}
+
+/// The record cut to [`APPLIED_HASHES_BUDGET`], and how many entries were left out. Kept first: resources with
+/// no other memory on the object (no `STAKATER_*`/`last-reloaded-from` record), then those the pod spec uses,
+/// then by name — a fixed order, so the same inputs always give the same record (no rewrite loops).
+fn within_budget(
+    record: BTreeMap<Pair, ContentHash>,
+    summary: &WorkloadSummary,
+) -> (BTreeMap<Pair, ContentHash>, usize) {
+    let total: usize = 2 + record.keys().map(applied_hashes_entry_len).sum::<usize>();
+    if total <= APPLIED_HASHES_BUDGET {
+        return (record, 0);
+    }
+    let mut entries: Vec<(Pair, ContentHash)> = record.into_iter().collect();
+    entries.sort_by_cached_key(|(pair, _)| {
+        let recorded = template_record(summary, pair, None).is_some();
+        let used = summary.uses.iter().any(|u| u.kind == pair.0 && u.name == pair.1);
+        (recorded, !used, pair.clone())
+    });
+    let (mut kept, mut size, mut left_out) = (BTreeMap::new(), 2, 0);
+    for (pair, hash) in entries {
+        let len = applied_hashes_entry_len(&pair);
+        if size + len <= APPLIED_HASHES_BUDGET {
+            size += len;
+            kept.insert(pair, hash);
+        } else {
+            left_out += 1;
+        }
+    }
+    (kept, left_out)
 }
 
 /// The resources and hashes a plan reloads for (what a rejection is remembered by).

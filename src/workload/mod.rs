@@ -65,6 +65,19 @@ impl WorkloadKind {
             Self::DeploymentConfig => "apps.openshift.io/v1",
         }
     }
+
+    /// The API resource, as RBAC names it (`deployments.apps`).
+    pub fn api_resource(self) -> &'static str {
+        match self {
+            Self::Deployment => "deployments.apps",
+            Self::StatefulSet => "statefulsets.apps",
+            Self::DaemonSet => "daemonsets.apps",
+            Self::CronJob => "cronjobs.batch",
+            Self::Job => "jobs.batch",
+            Self::Rollout => "rollouts.argoproj.io",
+            Self::DeploymentConfig => "deploymentconfigs.apps.openshift.io",
+        }
+    }
 }
 
 impl fmt::Display for WorkloadKind {
