@@ -50,8 +50,15 @@ pub fn parse_go_duration(value: &str) -> Result<Duration, DurationError> {
         rest = &rest[unit_len..];
         total += number * seconds;
     }
+    // Go's durations are int64 nanoseconds: anything longer is invalid there too ("3000000000000000h").
+    if total > MAX_GO_DURATION_SECS {
+        return Err(err("out of range (longer than Go's maximum of about 292 years)"));
+    }
     Duration::try_from_secs_f64(total).map_err(|_| err("out of range"))
 }
+
+/// `math.MaxInt64` nanoseconds, in seconds.
+const MAX_GO_DURATION_SECS: f64 = 9_223_372_036.854_775;
 
 #[cfg(test)]
 mod tests {
@@ -68,7 +75,7 @@ mod tests {
 
     #[test]
     fn rejects_malformed_values_with_a_reason() {
-        for bad in ["", "10", "5x", "-1s", "s", "1..2s"] {
+        for bad in ["", "10", "5x", "-1s", "s", "1..2s", "3000000000000000h", "1e3s", "NaNs", "inf"] {
             assert!(parse_go_duration(bad).is_err(), "{bad:?} should fail");
         }
         assert_eq!(parse_go_duration("10").map_err(|e| e.reason), Err("missing unit (ns, us, ms, s, m, h)"));

@@ -43,15 +43,21 @@ pub fn evaluate(state: &PauseState, reloading: bool, now: Timestamp) -> PauseAct
         // Paused by us: resume when the period is over, or now if the period is gone, invalid or `paused-at`
         // unreadable — never leave it paused forever.
         let (Some(Ok(period)), Ok(at)) = (period, at.parse::<Timestamp>()) else { return PauseAction::Resume };
-        let elapsed = now.duration_since(at);
-        let remaining = jiff::SignedDuration::try_from(period).unwrap_or(jiff::SignedDuration::MAX) - elapsed;
+        // Checked throughout: `paused-at` and the period come from the cluster (year 9999, centuries).
+        // A `paused-at` in the future (edited, clock skew) counts as now: the pause never outlasts its period.
+        let elapsed = now.duration_since(at).max(jiff::SignedDuration::ZERO);
+        let period = jiff::SignedDuration::try_from(period).unwrap_or(jiff::SignedDuration::MAX);
+        let remaining = period.checked_sub(elapsed).unwrap_or(jiff::SignedDuration::MAX);
         return match Duration::try_from(remaining) {
             Ok(d) if !d.is_zero() => PauseAction::ResumeIn(d),
             _ => PauseAction::Resume,
         };
     }
     match period {
-        Some(Ok(p)) if reloading && !p.is_zero() => PauseAction::Pause { at: now.to_string() },
+        // upstream v1 writes RFC 3339 to the second (Go's `time.RFC3339`).
+        Some(Ok(p)) if reloading && !p.is_zero() => {
+            PauseAction::Pause { at: Timestamp::from_second(now.as_second()).unwrap_or(now).to_string() }
+        }
         _ => PauseAction::None,
     }
 }
@@ -100,6 +106,26 @@ mod tests {
         assert_eq!(evaluate(&state(true, Some(NOW), None), false, ts(NOW)), PauseAction::Resume);
         assert_eq!(evaluate(&state(true, Some(NOW), Some("x")), false, ts(NOW)), PauseAction::Resume);
         assert_eq!(evaluate(&state(true, Some("garbage"), Some("5m")), false, ts(NOW)), PauseAction::Resume);
+    }
+
+    #[test]
+    fn absurd_times_and_periods_never_panic() {
+        // A pause of centuries (valid Go), paused-at far in the future or past: a decision, never a panic.
+        let centuries = state(true, Some(NOW), Some("2000000h"));
+        assert!(
+            matches!(evaluate(&centuries, false, ts(NOW)), PauseAction::ResumeIn(d) if d.as_secs() > 7_000_000_000)
+        );
+        let future = state(true, Some("9000-01-01T00:00:00Z"), Some("5m"));
+        assert_eq!(evaluate(&future, false, ts(NOW)), PauseAction::ResumeIn(Duration::from_secs(300)));
+        let past = state(true, Some("-009999-01-01T00:00:00Z"), Some("2000000h"));
+        assert_eq!(evaluate(&past, false, ts(NOW)), PauseAction::Resume);
+        assert_eq!(evaluate(&state(false, None, Some("3000000000000000h")), true, ts(NOW)), PauseAction::None);
+    }
+
+    #[test]
+    fn paused_at_is_written_to_the_second_like_upstream() {
+        let at = "2026-12-02T10:00:00.123456789Z";
+        assert_eq!(evaluate(&state(false, None, Some("5m")), true, ts(at)), PauseAction::Pause { at: NOW.into() });
     }
 
     #[test]

@@ -213,7 +213,7 @@ async fn reloads_everything(client: Client, variant: Variant, removed: Option<Ru
 
     let reloader = spawn_as_chart_runs_it(&client, &objects, &ns.name).await;
     let outcome = async {
-        if !reloader.has_log_within("all watches synced", SYNC_WAIT).await {
+        if !reloader.has_log_within("watches synced", SYNC_WAIT).await {
             return Err("the controller never synced its watches".to_owned());
         }
         set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
@@ -318,7 +318,7 @@ async fn scoped_rbac_reloads_in_each_listed_namespace_and_nowhere_else() {
         Kind::Deployment.create(ns, "app", auto, json!({}), uses.clone()).await;
     }
     let reloader = spawn_as_chart_runs_it(&client, &objects, &release.name).await;
-    assert!(reloader.has_log_within("all watches synced", SYNC_WAIT).await, "{}", reloader.logs().join("\n"));
+    assert!(reloader.has_log_within("watches synced", SYNC_WAIT).await, "{}", reloader.logs().join("\n"));
     for ns in [&team_a, &team_b, &outside] {
         set_configmap_data(ns, "cfg", &[("k", "2")]).await;
     }

@@ -12,11 +12,12 @@ mod settings;
 mod watch;
 
 use std::{
+    panic::AssertUnwindSafe,
     sync::{Arc, Mutex, MutexGuard, PoisonError},
     time::{Duration, Instant},
 };
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use kube::Client;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info, warn};
@@ -28,6 +29,7 @@ pub use watch::{Observed, Source, StreamInfo, WatchPlan, configmap_facts, secret
 
 use crate::{
     alerts::{AlertConfig, Alerter},
+    constants::APPLIED_HASHES_BUDGET,
     events::EventSink,
     http::Health,
     index::{Index, PlannedReload},
@@ -51,6 +53,15 @@ pub enum Error {
         #[source]
         source: kube::Error,
     },
+    /// The reconcile panicked (a bug met by some object): contained, counted and retried with backoff, so
+    /// the worker and every other workload go on.
+    #[error("reconciling {workload} panicked: {message}")]
+    Panicked {
+        /// The workload.
+        workload: String,
+        /// The panic's message.
+        message: String,
+    },
 }
 
 impl Error {
@@ -60,7 +71,7 @@ impl Error {
             Self::Patch { source: kube::Error::Api(status), .. } => {
                 matches!(status.code, 409 | 429) || status.code >= 500
             }
-            Self::Patch { .. } => true,
+            Self::Patch { .. } | Self::Panicked { .. } => true,
         }
     }
 }
@@ -170,7 +181,13 @@ pub async fn run(
                 }
             }
             next = observations.next() => match next {
-                Some(o) => observer.apply(o),
+                Some(o) => {
+                    // A bug one object triggers must not stop every watch: log it, count it, go on.
+                    if let Err(panic) = std::panic::catch_unwind(AssertUnwindSafe(|| observer.apply(o))) {
+                        ctx.metrics.panics.inc();
+                        error!("applying a watch observation panicked: {}", panic_message(panic.as_ref()));
+                    }
+                }
                 None => break,
             },
         }
@@ -182,6 +199,15 @@ pub async fn run(
         warn!("in-flight reloads did not finish within {SHUTDOWN_GRACE:?}; exiting anyway");
     }
     result
+}
+
+/// The message of a caught panic.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".to_owned())
 }
 
 /// Splits optional kinds into those whose API is not served (logged once) and those to watch now.
@@ -229,7 +255,13 @@ async fn worker(ctx: Arc<Context>, mut leader: tokio::sync::watch::Receiver<bool
         m.queue_depth.set(i64::try_from(ctx.queue.len()).unwrap_or(i64::MAX));
         m.queue_latency.observe(triggered.elapsed().as_secs_f64());
         let started = Instant::now();
-        let result = reconcile(&ctx, &key, triggered).await;
+        let result = match AssertUnwindSafe(reconcile(&ctx, &key, triggered)).catch_unwind().await {
+            Ok(result) => result,
+            Err(panic) => {
+                m.panics.inc();
+                Err(Error::Panicked { workload: key.to_string(), message: panic_message(panic.as_ref()) })
+            }
+        };
         let outcome = match &result {
             Ok(true) => "success",
             Ok(false) => "skipped",
@@ -274,7 +306,7 @@ async fn reconcile(ctx: &Context, key: &WorkloadKey, triggered: Instant) -> Resu
     };
     if let PauseAction::ResumeIn(delay) = pause {
         // Level-triggered resume: look again when the period ends (also after a restart or leader change).
-        ctx.queue.add_after(key.clone(), Instant::now(), delay + Duration::from_millis(50));
+        ctx.queue.add_after(key.clone(), Instant::now(), delay.saturating_add(Duration::from_millis(50)));
     }
     let pause = match pause {
         PauseAction::None | PauseAction::ResumeIn(_) => None,
@@ -294,7 +326,26 @@ async fn reconcile(ctx: &Context, key: &WorkloadKey, triggered: Instant) -> Resu
         restart: restart_strategy,
     };
     let kind = key.kind.to_string();
-    let result = workload::write(&ctx.client, key, &write).await;
+    let mut plan = plan;
+    let mut result = workload::write(&ctx.client, key, &write).await;
+    if let Err(kube::Error::Api(status)) = &result
+        && status.code == 422
+        && write.applied_hashes.is_some()
+        && !plan.reloads.is_empty()
+    {
+        // The record never blocks the reload: e.g. annotations at their 256 KiB limit (a large
+        // `last-applied-configuration`). Reload without it; restart-safety for this workload then rests on the
+        // template's own records.
+        warn!(namespace = %key.namespace, workload = %key.name, kind = %key.kind,
+              "the applied-hashes record was rejected ({}); reloading without it", status.message);
+        plan.applied_hashes = None;
+        result = workload::write(&ctx.client, key, &WorkloadWrite { applied_hashes: None, ..write.clone() }).await;
+    }
+    if plan.unrecorded > 0 && plan.applied_hashes.is_some() && result.is_ok() {
+        warn!(namespace = %key.namespace, workload = %key.name, kind = %key.kind, left_out = plan.unrecorded,
+              "the applied-hashes record is limited to {} bytes: {} resources are not recorded, so a change to them \
+               made while the controller is down is not applied when it starts", APPLIED_HASHES_BUDGET, plan.unrecorded);
+    }
     let m = &ctx.metrics;
     if !plan.reloads.is_empty() && !matches!(&result, Err(kube::Error::Api(s)) if s.code == 404) {
         let ok = result.is_ok();

@@ -44,6 +44,15 @@ impl<K: Eq + Hash> State<K> {
     }
 }
 
+/// The longest a delayed add waits. Delays come from cluster data (a pause period of centuries); a key
+/// looked at again after a day re-derives its state and waits again, and no `Instant` arithmetic overflows.
+pub const MAX_DELAY: Duration = Duration::from_secs(24 * 3600);
+
+/// When a delay of `delay` (at most [`MAX_DELAY`]) from now ends.
+fn deadline_after(delay: Duration) -> tokio::time::Instant {
+    tokio::time::Instant::now() + delay.min(MAX_DELAY)
+}
+
 /// The queue. Cheap to clone.
 pub struct WorkQueue<K> {
     state: Arc<Mutex<State<K>>>,
@@ -133,7 +142,9 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
         }
         {
             let mut s = self.lock();
-            if s.closed || s.waiting.contains_key(&key) {
+            // A key waiting in the first lane is served soon anyway; one waiting as background work is not: its
+            // delayed add promotes it when the window ends, so a change never queues behind background work.
+            if s.closed || s.waiting.get(&key).is_some_and(|&(_, background)| !background) {
                 return;
             }
             if let Some(t) = s.delayed.get_mut(&key) {
@@ -143,7 +154,7 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
             s.delayed.insert(key.clone(), at);
         }
         let queue = self.clone();
-        let deadline = tokio::time::Instant::now() + delay;
+        let deadline = deadline_after(delay);
         tokio::spawn(async move {
             tokio::time::sleep_until(deadline).await;
             let first = queue.lock().delayed.remove(&key);
@@ -191,7 +202,7 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
         self.finish(s, key);
         let queue = self.clone();
         let key = key.clone();
-        let deadline = tokio::time::Instant::now() + delay;
+        let deadline = deadline_after(delay);
         tokio::spawn(async move {
             tokio::time::sleep_until(deadline).await;
             queue.add(key, first_trigger);

@@ -148,3 +148,23 @@ async fn shut_down_drains_then_ends() {
     assert_eq!(q.next().await.map(|(k, _)| k), Some("a"));
     assert_eq!(q.next().await, None);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_coalesced_change_of_a_background_key_jumps_the_background_lane() {
+    let q = queue();
+    let t0 = Instant::now();
+    for k in ["record-a", "record-b", "changed"] {
+        q.add_background(k, t0);
+    }
+    q.add_after("changed", t0, Duration::from_secs(1)); // the default coalescing window
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert_eq!(q.next().await.map(|(k, _)| k), Some("changed"), "served before the background keys");
+}
+
+#[tokio::test(start_paused = true)]
+async fn absurd_delays_wait_at_most_a_day_and_never_overflow() {
+    let q = queue();
+    q.add_after("paused-for-centuries", Instant::now(), Duration::MAX);
+    tokio::time::sleep(MAX_DELAY + Duration::from_millis(1)).await;
+    assert_eq!(q.next().await.map(|(k, _)| k), Some("paused-for-centuries"));
+}

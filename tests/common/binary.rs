@@ -32,7 +32,7 @@ impl Reloader {
     /// Starts the binary with exactly `args` (global mode unless they scope it) and waits for its sync.
     pub async fn start_unscoped(args: &[&str], env: &[(&str, &str)]) -> Self {
         let r = Self::spawn(args, env);
-        r.wait_log("all watches synced").await;
+        r.wait_log("watches synced").await;
         r
     }
 

@@ -1,0 +1,163 @@
+//! Fault isolation on the real control plane (issue: "never stall"): what one kind, one tenant's annotation or
+//! one oversized object does must not stop reloads of anything else.
+//!
+//! - A kind the controller may not list (the DeploymentConfig API served, its RBAC missing) answers 403
+//!   forever: the controller syncs without it, names it, and reloads Deployments.
+//! - A pause period of 3,000,000,000,000,000 hours (out of Go's range) is reported and the reload still
+//!   happens, unpaused; a Deployment in another namespace still reloads afterwards.
+//! - A named list matching many long-named ConfigMaps, and a Deployment whose annotations are at the 256 KiB
+//!   limit already: the `applied-hashes` record stays within its budget, and when even that does not fit,
+//!   the reload is written without it.
+
+mod common;
+
+use common::{chart::service_account_kubeconfig, custom::DC_CRD, *};
+use k8s_openapi::api::{
+    apps::v1::Deployment,
+    core::v1::ServiceAccount,
+    events::v1::Event,
+    rbac::v1::{Role, RoleBinding},
+};
+use kube::api::PostParams;
+use serde_json::json;
+
+/// A ServiceAccount allowed everything the controller needs in `ns` except `apps.openshift.io`.
+async fn service_account_without_deploymentconfigs(ns: &TestNamespace) -> std::path::PathBuf {
+    let pp = PostParams::default();
+    let sa: ServiceAccount = serde_json::from_value(json!({"metadata": {"name": "reloader"}})).expect("sa");
+    ns.api::<ServiceAccount>().create(&pp, &sa).await.expect("create sa");
+    let read = ["get", "list", "watch"];
+    let write = ["get", "list", "watch", "patch", "update"];
+    let role: Role = serde_json::from_value(json!({
+        "metadata": {"name": "reloader"},
+        "rules": [
+            {"apiGroups": [""], "resources": ["configmaps", "secrets"], "verbs": read},
+            {"apiGroups": ["apps"], "resources": ["deployments", "statefulsets", "daemonsets"], "verbs": write},
+            {"apiGroups": ["batch"], "resources": ["cronjobs", "jobs"], "verbs": ["get", "list", "watch", "patch", "create", "delete"]},
+            {"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]}
+        ]
+    }))
+    .expect("role");
+    ns.api::<Role>().create(&pp, &role).await.expect("create role");
+    let binding: RoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": "reloader"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reloader"},
+        "subjects": [{"kind": "ServiceAccount", "name": "reloader", "namespace": ns.name}]
+    }))
+    .expect("binding");
+    ns.api::<RoleBinding>().create(&pp, &binding).await.expect("create binding");
+    service_account_kubeconfig(&ns.client, &ns.name, "reloader").await
+}
+
+#[tokio::test]
+async fn a_kind_the_controller_may_not_list_does_not_stop_reloads_of_the_others() {
+    let ns = TestNamespace::create("forbidden-kind").await;
+    install_crd(&ns.client, DC_CRD).await;
+    let kubeconfig = service_account_without_deploymentconfigs(&ns).await;
+    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
+    Kind::Deployment
+        .create(&ns, "web", json!({"reloader.stakater.com/auto": "true"}), json!({}), env_from_configmap("cfg"))
+        .await;
+    let kubeconfig = kubeconfig.to_string_lossy().into_owned();
+    let reloader = Reloader::start_with_env(&ns.name, &[], &[("KUBECONFIG", kubeconfig.as_str())]).await;
+    let named = reloader.wait_log("watch of deploymentconfigs.apps.openshift.io").await;
+    assert!(named.contains("forbidden") && named.contains(&ns.name), "{named}");
+
+    set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
+    Kind::Deployment.wait_revisions(&ns, "web", 2).await;
+    assert_eq!(
+        Kind::Deployment.env(&ns, "web", "app", "STAKATER_CFG_CONFIGMAP").await,
+        Some(configmap_hash(&[("k", "2")]))
+    );
+    let base = reloader.http_base().await;
+    let (_, metrics) = http_get(&base, "/metrics").await;
+    let series =
+        format!("reloader_watch_failing{{namespace=\"{}\",resource=\"deploymentconfigs.apps.openshift.io\"}}", ns.name);
+    assert_eq!(sample(&metrics, &series), Some(1.0), "{metrics}");
+    let (status, _) = http_get(&base, "/readyz").await;
+    assert_eq!(status, 200, "an optional kind failing leaves the controller ready");
+}
+
+#[tokio::test]
+async fn an_absurd_pause_period_is_reported_and_stops_nothing() {
+    let tenant = TestNamespace::create("absurd-pause").await;
+    let other = TestNamespace::create("absurd-pause-other").await;
+    let absurd = "3000000000000000h";
+    for ns in [&tenant, &other] {
+        create_configmap(ns, "cfg", &[("k", "1")], &[]).await;
+    }
+    // More Deployments than workers: each used to take a worker down with it.
+    let annotations =
+        json!({"reloader.stakater.com/auto": "true", "deployment.reloader.stakater.com/pause-period": absurd});
+    for i in 0..5 {
+        Kind::Deployment
+            .create(&tenant, &format!("web-{i}"), annotations.clone(), json!({}), env_from_configmap("cfg"))
+            .await;
+    }
+    Kind::Deployment
+        .create(&other, "web", json!({"reloader.stakater.com/auto": "true"}), json!({}), env_from_configmap("cfg"))
+        .await;
+    let scope = format!("--namespaces={},{}", tenant.name, other.name);
+    let reloader = Reloader::start_unscoped(&[&scope], &[]).await;
+    let line = reloader.wait_log(absurd).await;
+    assert!(line.contains("pause-period") && line.contains("out of range"), "{line}");
+
+    set_configmap_data(&tenant, "cfg", &[("k", "2")]).await;
+    for i in 0..5 {
+        Kind::Deployment.wait_revisions(&tenant, &format!("web-{i}"), 2).await;
+    }
+    let d = tenant.api::<Deployment>().get("web-0").await.expect("get");
+    assert_ne!(d.spec.and_then(|s| s.paused), Some(true), "an invalid period reloads without pausing");
+    let events = tenant.api::<Event>().list(&Default::default()).await.expect("events");
+    let invalid = events.items.iter().filter(|e| e.reason.as_deref() == Some("InvalidAnnotation")).count();
+    assert!(invalid >= 5, "one InvalidAnnotation Event per Deployment, found {invalid}");
+
+    set_configmap_data(&other, "cfg", &[("k", "2")]).await;
+    Kind::Deployment.wait_revisions(&other, "web", 2).await;
+    let (_, metrics) = http_get(&reloader.http_base().await, "/metrics").await;
+    assert_eq!(sample(&metrics, "reloader_reconcile_panics_total"), Some(0.0));
+}
+
+/// A filler annotation of `len` bytes (as a large `kubectl.kubernetes.io/last-applied-configuration` would be).
+fn filler(len: usize) -> serde_json::Value {
+    json!("x".repeat(len))
+}
+
+#[tokio::test]
+async fn the_applied_record_never_outgrows_the_object_nor_blocks_a_reload() {
+    let ns = TestNamespace::create("record-budget").await;
+    create_configmap(&ns, "main", &[("k", "1")], &[]).await;
+    let long = "x".repeat(200);
+    let creates = (0..120).map(|i| {
+        let name = format!("cfg-{long}-{i}");
+        let ns = &ns;
+        async move { create_configmap(ns, &name, &[("k", "1")], &[]).await }
+    });
+    futures::future::join_all(creates).await;
+    // 120 matches of ~260 bytes each: a 31 KiB record on top of 240 KB of annotations.
+    let many = json!({"configmap.reloader.stakater.com/reload": "cfg-.*,main", "example.com/filler": filler(240_000)});
+    Kind::Deployment.create(&ns, "many", many, json!({}), env_from_configmap("main")).await;
+    // Annotations 50 bytes short of the 256 KiB limit (with the revision annotation the Deployment controller
+    // adds): even a one-entry record does not fit.
+    let full = json!({"configmap.reloader.stakater.com/reload": "main", "example.com/filler": filler(262_000)});
+    Kind::Deployment.create(&ns, "full", full, json!({}), plain_pod()).await;
+    let _reloader = Reloader::start(&ns.name, &[]).await;
+
+    set_configmap_data(&ns, "main", &[("k", "2")]).await;
+    let hash = configmap_hash(&[("k", "2")]);
+    for name in ["many", "full"] {
+        Kind::Deployment.wait_revisions(&ns, name, 2).await;
+        assert_eq!(
+            Kind::Deployment.env(&ns, name, "app", "STAKATER_MAIN_CONFIGMAP").await,
+            Some(hash.clone()),
+            "{name}"
+        );
+    }
+    let many = ns.api::<Deployment>().get("many").await.expect("get");
+    let record = many.metadata.annotations.unwrap_or_default().remove("reloader.stakater.com/applied-hashes");
+    let record = record.expect("a record");
+    assert!(record.len() <= 4096, "record of {} bytes", record.len());
+    assert!(record.contains("configmap/main"), "the resource the pods use is kept: {record}");
+    // The controller does not keep retrying what cannot fit.
+    Kind::Deployment.stays_at_revisions(&ns, "full", 2).await;
+}
