@@ -49,6 +49,7 @@ pub mod hash;
 pub mod http;
 pub mod index;
 pub mod leader;
+pub mod logging;
 pub mod metainfo;
 pub mod metrics;
 pub mod pause;

@@ -83,12 +83,15 @@ fn init_logging(args: &Args, to_stderr: bool) {
     let builder =
         tracing_subscriber::fmt().with_env_filter(filter).with_target(false).with_ansi(ansi).with_writer(writer);
     match args.log_format {
-        LogFormat::Json => builder.json().flatten_event(true).init(),
+        LogFormat::Json => builder.event_format(reloader::logging::LogrusJson).init(),
         LogFormat::Text => builder.init(),
     }
 }
 
 async fn run(args: Args, settings: Settings, election: Option<LeaderElection>) -> anyhow::Result<()> {
+    if !args.ignored_arguments.is_empty() {
+        tracing::warn!(arguments = ?args.ignored_arguments, "ignoring positional arguments (upstream ignores them too)");
+    }
     for flag in args.later.requested() {
         tracing::warn!("{flag} is accepted for compatibility and ignored: pprof is a Go runtime feature");
     }

@@ -154,11 +154,17 @@ async fn sync_after_restart_reloads_unrecorded_workloads_once() {
     create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
     Kind::Deployment.create(&ns, "web", auto(), json!({}), env_from_configmap("cfg")).await;
     Kind::Deployment.wait_revisions(&ns, "web", 1).await;
-    let first = Reloader::start(&ns.name, &["--sync-after-restart"]).await;
+    // upstream v1 acts on it only together with --reload-on-create: alone, nothing rolls.
+    let alone = Reloader::start(&ns.name, &["--sync-after-restart"]).await;
+    Kind::Deployment.stays_at_revisions(&ns, "web", 1).await;
+    assert_eq!(alone.count_log("updated 'web'"), 0);
+    drop(alone);
+    let flags = ["--sync-after-restart", "--reload-on-create=true"];
+    let first = Reloader::start(&ns.name, &flags).await;
     Kind::Deployment.wait_revisions(&ns, "web", 2).await;
     assert_eq!(first.count_log("updated 'web'"), 1);
     drop(first);
-    let second = Reloader::start(&ns.name, &["--sync-after-restart"]).await;
+    let second = Reloader::start(&ns.name, &flags).await;
     Kind::Deployment.stays_at_revisions(&ns, "web", 2).await;
     assert_eq!(second.count_log("updated 'web'"), 0);
 }

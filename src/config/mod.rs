@@ -87,11 +87,11 @@ pub struct Args {
     pub reload_strategy: ReloadStrategy,
 
     /// Log format: empty or `text` for text lines, `json` for JSON lines.
-    #[arg(long, env = "LOG_FORMAT", value_enum, default_value = "text", hide_default_value = true)]
+    #[arg(long, env = "LOG_FORMAT", value_enum, ignore_case = true, default_value = "text", hide_default_value = true)]
     pub log_format: LogFormat,
 
     /// Log level: trace, debug, info, warning, error, fatal, panic.
-    #[arg(long, env = "LOG_LEVEL", value_enum, default_value = "info")]
+    #[arg(long, env = "LOG_LEVEL", value_enum, ignore_case = true, default_value = "info")]
     pub log_level: LogLevel,
 
     /// Watch only these namespaces (comma-separated, repeatable). Default: `KUBERNETES_NAMESPACE` if set, else all.
@@ -103,12 +103,12 @@ pub struct Args {
     pub kubernetes_namespace: Option<String>,
 
     /// Reload workloads when a resource they select is created (upstream: a string compared with "true").
-    #[arg(long, env = "RELOAD_ON_CREATE", value_parser = parse_bool, num_args = 0..=1, require_equals = true,
+    #[arg(long, env = "RELOAD_ON_CREATE", value_parser = parse_bool, num_args = 0..=1,
           default_value = "false", default_missing_value = "true", action = ArgAction::Set)]
     pub reload_on_create: bool,
 
     /// Reload workloads when a resource they select is deleted (env-vars: the STAKATER_* var is removed).
-    #[arg(long, env = "RELOAD_ON_DELETE", value_parser = parse_bool, num_args = 0..=1, require_equals = true,
+    #[arg(long, env = "RELOAD_ON_DELETE", value_parser = parse_bool, num_args = 0..=1,
           default_value = "false", default_missing_value = "true", action = ArgAction::Set)]
     pub reload_on_delete: bool,
 
@@ -161,7 +161,7 @@ pub struct Args {
 
     /// Reload Argo Rollouts (`--is-Argo-Rollouts=true` is upstream v1's spelling, also accepted).
     #[arg(long = "is-argo-rollouts", alias = "is-Argo-Rollouts", env = "IS_ARGO_ROLLOUTS", value_parser = parse_bool,
-          num_args = 0..=1, require_equals = true, default_value = "false", default_missing_value = "true", action = ArgAction::Set)]
+          num_args = 0..=1, default_value = "false", default_missing_value = "true", action = ArgAction::Set)]
     pub is_argo_rollouts: bool,
 
     /// Reload OpenShift DeploymentConfigs: `true`, `false`, or empty/`auto` to detect the API (upstream v2).
@@ -200,6 +200,11 @@ pub struct Args {
     /// A one-off command instead of running the controller (flags before it still apply).
     #[command(subcommand)]
     pub command: Option<Command>,
+
+    /// Stray positional arguments: upstream (cobra) ignores them, so a command line that worked there works
+    /// here; they are logged at startup.
+    #[arg(hide = true)]
+    pub ignored_arguments: Vec<String>,
 }
 
 /// Commands besides running the controller.
@@ -366,8 +371,10 @@ impl Args {
         }
         let mut ignored_kinds = Vec::new();
         for t in self.ignored_workload_types.iter().map(|t| t.trim()).filter(|t| !t.is_empty()) {
+            // `Jobs` as well as `jobs`: the chart's values are written by hand.
+            let t = t.to_ascii_lowercase();
             if t != "jobs" && t != "cronjobs" {
-                return Err(ConfigError::UnknownWorkloadType(t.to_owned()));
+                return Err(ConfigError::UnknownWorkloadType(t));
             }
             ignored_kinds.push(t);
         }
@@ -389,8 +396,8 @@ impl Args {
         Ok(Scoping {
             configmaps: !ignored_resources.iter().any(|r| r == "configmaps"),
             secrets: !ignored_resources.iter().any(|r| r == "secrets"),
-            jobs: !ignored_kinds.contains(&"jobs"),
-            cronjobs: !ignored_kinds.contains(&"cronjobs"),
+            jobs: !ignored_kinds.iter().any(|k| k == "jobs"),
+            cronjobs: !ignored_kinds.iter().any(|k| k == "cronjobs"),
             namespace_selector: namespace_selector.filter(|_| global),
             namespaces_to_ignore: if global { namespaces_to_ignore } else { Vec::new() },
             resource_label_selector,

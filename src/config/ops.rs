@@ -66,7 +66,7 @@ impl AlertArgs {
 #[derive(clap::Args, Debug, Clone)]
 pub struct LeaderArgs {
     /// Run several replicas; one leader reloads, the others keep their caches warm.
-    #[arg(long, env = "ENABLE_HA", value_parser = parse_bool, num_args = 0..=1, require_equals = true,
+    #[arg(long, env = "ENABLE_HA", value_parser = parse_bool, num_args = 0..=1,
           default_value = "false", default_missing_value = "true", action = ArgAction::Set)]
     pub enable_ha: bool,
     /// Lease name (upstream v1's).

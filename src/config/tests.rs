@@ -127,3 +127,37 @@ fn namespaces_win_over_kubernetes_namespace() {
     assert_eq!(a.watch_scope(), WatchScope::Namespaces(vec!["x".into()]));
     assert_eq!(parse(&[]).expect("parse").watch_scope(), WatchScope::All);
 }
+
+#[test]
+fn upstream_command_lines_parse_unchanged() {
+    // Upstream's string flags take their value after a space; cobra ignores stray positional arguments.
+    let a = parse(&[
+        "--reload-on-create",
+        "true",
+        "--reload-on-delete",
+        "true",
+        "--is-Argo-Rollouts",
+        "true",
+        "--enable-ha",
+        "true",
+        "leftover",
+        "--log-level=INFO",
+        "--log-format=JSON",
+    ])
+    .expect("upstream command line");
+    assert!(a.reload_on_create && a.reload_on_delete && a.is_argo_rollouts && a.leader.enable_ha);
+    assert_eq!(a.ignored_arguments, ["leftover"]);
+    assert_eq!((a.log_level, a.log_format), (LogLevel::Info, LogFormat::Json));
+    assert!(!parse(&["--reload-on-create", "false"]).expect("false").reload_on_create);
+    let s = parse(&["--ignored-workload-types=Jobs"]).expect("parse").scoping().expect("upstream spelling");
+    assert!(!s.jobs && s.cronjobs);
+    assert!(matches!(parse(&["explain", "deployment/web"]).expect("explain").command, Some(Command::Explain { .. })));
+}
+
+#[test]
+fn sync_after_restart_acts_only_with_reload_on_create_as_upstream() {
+    let alone = crate::controller::Settings::from_args(&parse(&["--sync-after-restart"]).expect("parse"));
+    assert!(!alone.expect("valid").sync_after_restart);
+    let both = parse(&["--sync-after-restart", "--reload-on-create=true"]).expect("parse");
+    assert!(crate::controller::Settings::from_args(&both).expect("valid").sync_after_restart);
+}

@@ -112,7 +112,9 @@ impl Settings {
             namespaces_to_ignore: scoping.namespaces_to_ignore,
             reload_on_create: args.reload_on_create,
             reload_on_delete: args.reload_on_delete,
-            sync_after_restart: args.sync_after_restart,
+            // upstream v1 acts on --sync-after-restart only together with --reload-on-create (it replays the
+            // create events); alone it does nothing there, so a migrating user must not get a mass rollout here.
+            sync_after_restart: args.sync_after_restart && args.reload_on_create,
             coalesce_window: args.coalesce_window,
             alerts: args.alerts.alerts(),
             webhook: args.alerts.webhook(),
