@@ -320,7 +320,9 @@ async fn reconcile(ctx: &Context, key: &WorkloadKey, triggered: Instant) -> Resu
     let write = WorkloadWrite {
         strategy: ctx.settings.strategy,
         changes: &changes,
-        now_unix: now.as_second(),
+        // The wall-clock time of the first trigger, not of this attempt: a retry after a lost response writes
+        // the same `observedAt` / `restartAt` again, which changes nothing, instead of a second rollout.
+        now_unix: now.as_second().saturating_sub(i64::try_from(triggered.elapsed().as_secs()).unwrap_or(0)),
         applied_hashes: plan.applied_hashes.as_ref().map(encode_applied_hashes),
         pause: pause.clone(),
         restart: restart_strategy,

@@ -14,7 +14,11 @@ use kube::{
 use serde_json::{Value, json};
 
 use super::{WorkloadKey, WorkloadKind, WorkloadObject, WorkloadWrite, get_json, json_api, patch_metadata};
-use crate::{constants::CRONJOB_INSTANTIATE, strategy::apply_to_template_json};
+use crate::{
+    constants::{CRONJOB_INSTANTIATE, annotation::APPLIED_HASHES},
+    hash::ContentHash,
+    strategy::apply_to_template_json,
+};
 
 impl WorkloadObject for CronJob {
     const KIND: WorkloadKind = WorkloadKind::CronJob;
@@ -24,17 +28,41 @@ impl WorkloadObject for CronJob {
     }
 }
 
-/// Spawns the Job, then records the hashes on the CronJob.
+/// Spawns the Job, then records the hashes on the CronJob. The Job's name is derived from what it is spawned
+/// for (the CronJob, the record it had, the new hashes), so repeating the write — after a lost response, a
+/// failed record patch, a crash or a failover in between — finds the Job already there instead of spawning a
+/// second one.
 pub(super) async fn write(client: &Client, key: &WorkloadKey, w: &WorkloadWrite<'_>) -> Result<(), kube::Error> {
     if !w.changes.is_empty() {
         let cronjob = get_json(&json_api::<CronJob>(client, &key.namespace), &key.name).await?;
         let job: DynamicObject = serde_json::from_value(job_from(&cronjob, w)).map_err(kube::Error::SerdeError)?;
-        json_api::<Job>(client, &key.namespace).create(&PostParams::default(), &job).await?;
+        match json_api::<Job>(client, &key.namespace).create(&PostParams::default(), &job).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 409 && s.reason == "AlreadyExists" => {
+                tracing::debug!(workload = %key, "the Job for this change exists already: not spawning it again");
+            }
+            Err(e) => return Err(e),
+        }
     }
     patch_metadata::<CronJob>(client, key, w).await
 }
 
-/// The Job upstream creates: `generateName: <cronjob>-`, the job template's labels, its annotations over
+/// `<cronjob>-<8 hex>`: a digest of the CronJob's UID, the `applied-hashes` record it carries before this
+/// spawn, and the new hashes. A CronJob name has at most 52 characters, so this fits a Job name (63).
+fn job_name(cronjob: &Value, w: &WorkloadWrite<'_>) -> String {
+    let meta = &cronjob["metadata"];
+    let mut entries = vec![
+        meta["uid"].as_str().unwrap_or_default().as_bytes().to_vec(),
+        meta["annotations"][APPLIED_HASHES].as_str().unwrap_or_default().as_bytes().to_vec(),
+    ];
+    entries.extend(w.changes.iter().map(|c| format!("{}/{}={}", c.kind, c.name, c.hash).into_bytes()));
+    let digest = ContentHash::of_entries(entries).to_string();
+    let name = meta["name"].as_str().unwrap_or_default();
+    format!("{name}-{}", &digest[..8])
+}
+
+/// The Job upstream creates (upstream names it `generateName: <cronjob>-`; ours is [`job_name`]), the job
+/// template's labels, its annotations over
 /// `instantiate: manual`, a controller reference to the CronJob, and the template with the new hash.
 fn job_from(cronjob: &Value, w: &WorkloadWrite<'_>) -> Value {
     let template = &cronjob["spec"]["jobTemplate"];
@@ -49,7 +77,7 @@ fn job_from(cronjob: &Value, w: &WorkloadWrite<'_>) -> Value {
     apply_to_template_json(&mut spec["template"], w.strategy, w.changes, w.now_unix);
     let name = cronjob["metadata"]["name"].as_str().unwrap_or_default();
     let mut metadata = json!({
-        "generateName": format!("{name}-"),
+        "name": job_name(cronjob, w),
         "namespace": cronjob["metadata"]["namespace"],
         "annotations": annotations,
         "ownerReferences": [{
@@ -84,12 +112,14 @@ mod tests {
                     "containers": [{"name": "main", "image": "x"}]}}}}}
         });
         let hash = ContentHash::NONE.to_string();
+        let name = job_name(&cronjob, &w);
+        assert!(name.starts_with("nightly-") && name.len() == "nightly-".len() + 8, "{name}");
         assert_eq!(
             job_from(&cronjob, &w),
             json!({
                 "apiVersion": "batch/v1", "kind": "Job",
                 "metadata": {
-                    "generateName": "nightly-", "namespace": "ns", "labels": {"team": "a"},
+                    "name": name, "namespace": "ns", "labels": {"team": "a"},
                     "annotations": {CRONJOB_INSTANTIATE.0: "overridden", "note": "x"},
                     "ownerReferences": [{"apiVersion": "batch/v1", "kind": "CronJob", "name": "nightly", "uid": "cj-uid",
                                          "controller": true, "blockOwnerDeletion": true}]
@@ -98,5 +128,15 @@ mod tests {
                     "containers": [{"name": "main", "image": "x", "env": [{"name": "STAKATER_DB_SECRET", "value": hash}]}]}}}
             })
         );
+    }
+
+    #[test]
+    fn the_job_name_repeats_for_the_same_spawn_and_differs_for_the_next() {
+        let changes = [change(ConfigKind::Secret, "db", "main")];
+        let w = env_write(&changes, None);
+        let before = json!({"metadata": {"name": "nightly", "uid": "u", "annotations": {APPLIED_HASHES: "{\"secret/db\":\"a\"}"}}});
+        let after = json!({"metadata": {"name": "nightly", "uid": "u", "annotations": {APPLIED_HASHES: "{\"secret/db\":\"b\"}"}}});
+        assert_eq!(job_name(&before, &w), job_name(&before.clone(), &w), "a retry finds the same Job");
+        assert_ne!(job_name(&before, &w), job_name(&after, &w), "content flipping back spawns again");
     }
 }

@@ -48,16 +48,33 @@ pub(super) async fn write(client: &Client, key: &WorkloadKey, w: &WorkloadWrite<
     let current = get_json(&jobs, &key.name).await?;
     let job: DynamicObject = serde_json::from_value(recreated(current, w)).map_err(kube::Error::SerdeError)?;
     jobs.delete(&key.name, &DeleteParams::background()).await?;
-    // The old object may linger for a moment; AlreadyExists is retried briefly, then left to the queue.
-    let mut attempt = 0;
+    // From here the old Job is gone: the new one must be created before this write returns, or nothing would
+    // ever create it (the watch forgets a deleted Job). AlreadyExists (the old object lingering), throttling,
+    // server errors and transport failures are retried for up to about two minutes; only a permanent
+    // rejection (e.g. an admission webhook) is returned.
+    let mut delay = Duration::from_millis(100);
+    let mut waited = Duration::ZERO;
     loop {
         match jobs.create(&PostParams::default(), &job).await {
-            Err(kube::Error::Api(s)) if s.code == 409 && attempt < 50 => {
-                attempt += 1;
-                tokio::time::sleep(Duration::from_millis(100)).await;
+            Err(e) if retry_create(&e) && waited < CREATE_RETRY_BUDGET => {
+                tracing::debug!(workload = %key, "recreating the Job: {e}; retrying in {delay:?}");
+                tokio::time::sleep(delay).await;
+                waited += delay;
+                delay = (delay * 2).min(Duration::from_secs(5));
             }
             other => return other.map(|_| ()),
         }
+    }
+}
+
+/// How long a Job deleted for a reload is retried to be created again.
+const CREATE_RETRY_BUDGET: Duration = Duration::from_secs(120);
+
+/// Errors worth another create after the delete: anything but a permanent rejection.
+fn retry_create(e: &kube::Error) -> bool {
+    match e {
+        kube::Error::Api(s) => matches!(s.code, 409 | 429) || s.code >= 500,
+        _ => true,
     }
 }
 
