@@ -118,7 +118,7 @@ async fn run(args: Args, settings: Settings, election: Option<LeaderElection>) -
     let leadership = match &election {
         Some(cfg) => {
             tracing::info!(lease = %cfg.lease_name, namespace = %cfg.namespace, identity = %cfg.identity, "leader election enabled");
-            Leadership::elect(client.clone(), cfg).await?
+            Leadership::elect(client.clone(), cfg)
         }
         None => Leadership::always(),
     };

@@ -84,6 +84,10 @@ pub struct LeaderArgs {
     /// How often candidates retry.
     #[arg(long, env = "LEADER_ELECTION_RETRY_PERIOD", default_value = "2s", value_parser = parse_duration)]
     pub leader_election_retry_period: Duration,
+    /// Hand the Lease back on shutdown so a successor takes over at once (upstream v2; default true).
+    #[arg(long, env = "LEADER_ELECTION_RELEASE_ON_CANCEL", value_parser = parse_bool, num_args = 0..=1,
+          require_equals = true, default_value = "true", default_missing_value = "true", action = ArgAction::Set)]
+    pub leader_election_release_on_cancel: bool,
     /// This replica's identity (upstream: `POD_NAME`, required with `--enable-ha`).
     #[arg(long = "pod-name", env = "POD_NAME", default_value = "", hide = true)]
     pub pod_name: String,
@@ -107,6 +111,8 @@ pub struct LeaderElection {
     pub renew_deadline: Duration,
     /// Retry period.
     pub retry_period: Duration,
+    /// Release the Lease on shutdown.
+    pub release_on_cancel: bool,
 }
 
 impl LeaderArgs {
@@ -160,6 +166,7 @@ impl LeaderArgs {
             lease_seconds: lease.as_secs(),
             renew_deadline: renew,
             retry_period: retry,
+            release_on_cancel: self.leader_election_release_on_cancel,
         }))
     }
 }

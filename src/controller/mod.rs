@@ -192,8 +192,15 @@ pub async fn run(
             },
         }
     }
-    info!("shutting down: finishing in-flight reloads");
     ctx.queue.shut_down();
+    if result.is_err() {
+        // Another replica may lead by now: a write still in flight must not land after it took over.
+        for w in &workers {
+            w.abort();
+        }
+    } else {
+        info!("shutting down: finishing in-flight reloads");
+    }
     let drained = tokio::time::timeout(SHUTDOWN_GRACE, futures::future::join_all(workers)).await;
     if drained.is_err() {
         warn!("in-flight reloads did not finish within {SHUTDOWN_GRACE:?}; exiting anyway");
