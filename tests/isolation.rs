@@ -118,7 +118,9 @@ async fn an_absurd_pause_period_is_reported_and_stops_nothing() {
     assert_eq!(sample(&metrics, "reloader_reconcile_panics_total"), Some(0.0));
 }
 
-/// A filler annotation of `len` bytes (as a large `kubectl.kubernetes.io/last-applied-configuration` would be).
+/// `kubectl apply`'s record of `len` bytes (the Deployment controller does not copy it to ReplicaSets).
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
 fn filler(len: usize) -> serde_json::Value {
     json!("x".repeat(len))
 }
@@ -135,11 +137,11 @@ async fn the_applied_record_never_outgrows_the_object_nor_blocks_a_reload() {
     });
     futures::future::join_all(creates).await;
     // 120 matches of ~260 bytes each: a 31 KiB record on top of 240 KB of annotations.
-    let many = json!({"configmap.reloader.stakater.com/reload": "cfg-.*,main", "example.com/filler": filler(240_000)});
+    let many = json!({"configmap.reloader.stakater.com/reload": "cfg-.*,main", LAST_APPLIED: filler(240_000)});
     Kind::Deployment.create(&ns, "many", many, json!({}), env_from_configmap("main")).await;
-    // Annotations 50 bytes short of the 256 KiB limit (with the revision annotation the Deployment controller
+    // Annotations 20 bytes short of the 256 KiB limit (with the revision annotation the Deployment controller
     // adds): even a one-entry record does not fit.
-    let full = json!({"configmap.reloader.stakater.com/reload": "main", "example.com/filler": filler(262_000)});
+    let full = json!({"configmap.reloader.stakater.com/reload": "main", LAST_APPLIED: filler(262_000)});
     Kind::Deployment.create(&ns, "full", full, json!({}), plain_pod()).await;
     let _reloader = Reloader::start(&ns.name, &[]).await;
 
