@@ -1,4 +1,5 @@
-//! Kubernetes Events (events.k8s.io/v1) on workloads: `Reloaded` for every reload, `ReloadFail` when a write
+//! Kubernetes Events (events.k8s.io/v1, or core v1 where only that is allowed — upstream v1's RBAC grants
+//! `create`/`patch` on core `events` only) on workloads: `Reloaded` for every reload, `ReloadFail` when a write
 //! is rejected (upstream v1's reasons and messages), `InvalidAnnotation` for a bad annotation value. Events go
 //! through a bounded queue to one publisher task, so they never delay reloads; overflow is counted, not waited
 //! for. While reloads are being written the publisher holds back (up to [`MAX_DEFER`]): an Event costs the API
@@ -11,9 +12,13 @@ use std::{
     time::{Duration, Instant},
 };
 
-use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::{
+    api::core::v1::{Event as CoreEvent, EventSource, ObjectReference},
+    apimachinery::pkg::apis::meta::v1::Time,
+};
 use kube::{
-    Client,
+    Api, Client,
+    api::{ObjectMeta, PostParams},
     runtime::events::{Event, EventType, Recorder, Reporter},
 };
 use tokio::sync::mpsc;
@@ -44,14 +49,27 @@ impl EventSink {
     /// for at most [`MAX_DEFER`] after the event was queued.
     pub fn spawn(client: Client, metrics: Arc<Metrics>, busy: impl Fn() -> bool + Send + 'static) -> Self {
         let (tx, mut rx) = mpsc::channel::<Pending>(QUEUE);
-        let recorder = Recorder::new(client, Reporter::from(REPORTER));
+        let recorder = Recorder::new(client.clone(), Reporter::from(REPORTER));
         let m = metrics.clone();
         tokio::spawn(async move {
+            let mut core_only = false;
             while let Some((reference, event, queued)) = rx.recv().await {
                 while busy() && queued.elapsed() < MAX_DEFER {
                     tokio::time::sleep(DEFER_POLL).await;
                 }
-                if let Err(e) = recorder.publish(&event, &reference).await {
+                let mut result = if core_only {
+                    publish_core(&client, &reference, &event).await
+                } else {
+                    recorder.publish(&event, &reference).await
+                };
+                if !core_only && matches!(&result, Err(kube::Error::Api(s)) if s.code == 403) {
+                    tracing::warn!(
+                        "creating events.k8s.io Events is forbidden: using core v1 Events (what upstream's RBAC grants)"
+                    );
+                    core_only = true;
+                    result = publish_core(&client, &reference, &event).await;
+                }
+                if let Err(e) = result {
                     m.errors.with_label_values(&["event_publish"]).inc();
                     tracing::debug!("publishing event {} failed: {e}", event.reason);
                 }
@@ -101,6 +119,30 @@ impl EventSink {
     pub fn invalid_annotation(&self, key: &WorkloadKey, uid: Option<String>, message: &str) {
         self.send(key, uid, EventType::Warning, "InvalidAnnotation", "Validate", truncate(message.to_owned()));
     }
+}
+
+/// Creates `event` as a core v1 Event (the legacy API: `involvedObject`, `source`, timestamps, count).
+async fn publish_core(client: &Client, reference: &ObjectReference, event: &Event) -> Result<(), kube::Error> {
+    let namespace = reference.namespace.clone().unwrap_or_default();
+    let now = Time(jiff::Timestamp::now());
+    let name = format!("{}.{:x}", reference.name.as_deref().unwrap_or("reloader"), now.0.as_nanosecond());
+    let core = CoreEvent {
+        metadata: ObjectMeta { name: Some(name), namespace: Some(namespace.clone()), ..ObjectMeta::default() },
+        involved_object: reference.clone(),
+        reason: Some(event.reason.clone()),
+        message: event.note.clone(),
+        type_: Some(match event.type_ {
+            EventType::Normal => "Normal".to_owned(),
+            EventType::Warning => "Warning".to_owned(),
+        }),
+        action: Some(event.action.clone()),
+        source: Some(EventSource { component: Some(REPORTER.to_owned()), host: None }),
+        first_timestamp: Some(now.clone()),
+        last_timestamp: Some(now),
+        count: Some(1),
+        ..CoreEvent::default()
+    };
+    Api::<CoreEvent>::namespaced(client.clone(), &namespace).create(&PostParams::default(), &core).await.map(|_| ())
 }
 
 /// Event notes are limited to 1 kB.

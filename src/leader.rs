@@ -118,7 +118,9 @@ impl Elector {
                     }
                 }
                 Ok(Err(e)) => debug!(lease = %self.cfg.lease_name, "leader election: {e}"),
-                Err(_) => debug!(lease = %self.cfg.lease_name, "leader election: the API server did not answer in time"),
+                Err(_) => {
+                    debug!(lease = %self.cfg.lease_name, "leader election: the API server did not answer in time")
+                }
             }
             if *tx.borrow() && last_renew.is_none_or(|at| at.elapsed() >= self.cfg.renew_deadline) {
                 warn!(lease = %self.cfg.lease_name, deadline = ?self.cfg.renew_deadline,
@@ -197,11 +199,17 @@ impl Elector {
         let spec = lease.spec.clone().unwrap_or_default();
         let holder = spec.holder_identity.unwrap_or_default();
         let lease_seconds = spec.lease_duration_seconds.unwrap_or(0);
-        let changed = self.observed.as_ref().is_none_or(|o| {
-            o.holder != holder || o.renew_time != spec.renew_time || o.lease_seconds != lease_seconds
-        });
+        let changed = self
+            .observed
+            .as_ref()
+            .is_none_or(|o| o.holder != holder || o.renew_time != spec.renew_time || o.lease_seconds != lease_seconds);
         if changed || written {
-            self.observed = Some(Observed { holder: holder.clone(), renew_time: spec.renew_time, lease_seconds, at: Instant::now() });
+            self.observed = Some(Observed {
+                holder: holder.clone(),
+                renew_time: spec.renew_time,
+                lease_seconds,
+                at: Instant::now(),
+            });
         }
         if holder == self.cfg.identity { Attempt::Held } else { Attempt::Other(holder) }
     }

@@ -36,6 +36,11 @@ pub(super) struct Observer {
     pub(super) csi: crate::csi::CsiTracker,
     /// CSI: `ignore`/`match` of each SecretProviderClass, by (namespace, name).
     pub(super) csi_flags: HashMap<(String, String), (bool, bool)>,
+    /// Workload streams that may not watch: their kind is listed on each change (fallback.rs).
+    pub(super) fallback: HashSet<usize>,
+    /// Where fallback LISTs report back.
+    pub(super) fallback_tx: futures::channel::mpsc::UnboundedSender<Observed>,
+    fallback_rx: Option<futures::channel::mpsc::UnboundedReceiver<Observed>>,
 }
 
 /// How a workload key enters the work queue.
@@ -52,6 +57,7 @@ impl Observer {
     pub(super) fn new(ctx: Arc<Context>, infos: Vec<StreamInfo>) -> Self {
         let listed = vec![false; infos.len()];
         let errored = vec![false; infos.len()];
+        let (fallback_tx, fallback_rx) = super::fallback::channel();
         let observer = Self {
             ctx,
             infos,
@@ -64,6 +70,9 @@ impl Observer {
             synced: false,
             csi: crate::csi::CsiTracker::default(),
             csi_flags: HashMap::new(),
+            fallback: HashSet::new(),
+            fallback_tx,
+            fallback_rx: Some(fallback_rx),
         };
         for info in &observer.infos {
             observer.register(info);
@@ -76,6 +85,11 @@ impl Observer {
         if let Source::Config(kind) = info.source {
             self.ctx.index().set_config_source_listed(kind, info.namespace.as_deref(), false);
         }
+    }
+
+    /// Observations made outside the watches (fallback LISTs), to merge with them (once).
+    pub(super) fn take_fallback_stream(&mut self) -> Option<futures::channel::mpsc::UnboundedReceiver<Observed>> {
+        self.fallback_rx.take()
     }
 
     /// The streams observed so far.
@@ -137,6 +151,13 @@ impl Observer {
             }
             return;
         }
+        // Kinds that cannot be watched are listed first; their result triggers again (fallback.rs).
+        self.list_for_change(key);
+        self.trigger_known(index, key, now);
+    }
+
+    /// Queues the indexed workloads a change of `key` may concern.
+    pub(super) fn trigger_known(&self, index: &crate::index::Index, key: &ConfigKey, now: Instant) {
         for w in index.candidates(key) {
             self.enqueue(w, now, Lane::CoalescedChange);
         }
@@ -248,6 +269,7 @@ impl Observer {
             }
             Observed::Error { stream, code, message } => self.failed(stream, code, &message, now),
             Observed::Recovered(stream) => self.recovered(stream),
+            Observed::FallbackListed { config, lists } => self.fallback_listed(config, lists, now),
         }
     }
 
@@ -280,6 +302,9 @@ impl Observer {
             };
             warn!(source = %name, code, "watch of {name} failed: {cost}; everything else keeps reloading: {message}");
         }
+        if code == Some(403) {
+            self.enter_fallback(id);
+        }
         if code == Some(404) && info.source.is_optional() {
             // The API is gone: so are its objects. The watch keeps retrying and relists when it is back.
             self.prune(id, HashSet::new(), HashSet::new(), HashSet::new());
@@ -288,6 +313,7 @@ impl Observer {
     }
 
     fn recovered(&mut self, id: usize) {
+        self.leave_fallback(id);
         let Some(info) = self.infos.get(id) else { return };
         self.errored[id] = false;
         let name = info.to_string();

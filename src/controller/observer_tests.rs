@@ -53,6 +53,7 @@ fn context() -> Arc<Context> {
         events: None,
         alerts: None,
         webhook: None,
+        records_forbidden: std::sync::Mutex::default(),
     })
 }
 

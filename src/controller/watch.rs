@@ -130,6 +130,9 @@ pub enum Observed {
     Error { stream: usize, code: Option<u16>, message: String },
     /// Stream `usize` delivered again after failing (its watch resumed or it relisted).
     Recovered(usize),
+    /// Workload kinds that may not be watched, listed in the namespace of a changed resource `config`
+    /// (fallback.rs); the change is acted on once they are indexed.
+    FallbackListed { config: ConfigKey, lists: super::fallback::FallbackLists },
 }
 
 /// What to watch, from the validated flags.

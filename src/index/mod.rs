@@ -284,6 +284,14 @@ impl Index {
         Some(state)
     }
 
+    /// `key` is taken not to run with `config`'s current content yet (it existed before a change the
+    /// controller could not see it for): the next plan reloads it if it selects `config` and has no record.
+    pub fn mark_unapplied(&mut self, key: &WorkloadKey, config: &ConfigKey) {
+        if let Some(state) = self.workloads.get_mut(key) {
+            state.assumed.insert((config.kind, config.name.clone()), ContentHash::NONE);
+        }
+    }
+
     /// A workload's UID (for Events).
     pub fn workload_uid(&self, key: &WorkloadKey) -> Option<String> {
         self.workloads.get(key).map(|s| s.summary.uid.clone()).filter(|u| !u.is_empty())

@@ -6,11 +6,14 @@ pub mod custom;
 mod daemonset;
 mod deployment;
 mod job;
+mod list;
 mod statefulset;
 #[cfg(test)]
 mod test_support;
 
 use std::{collections::BTreeMap, fmt, sync::Arc};
+
+pub use list::list_summaries;
 
 use k8s_openapi::{
     NamespaceResourceScope,

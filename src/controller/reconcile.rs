@@ -1,0 +1,290 @@
+//! One reconcile of one workload: plan from the index, write once, report (metrics, Event, log line, alert);
+//! and the workers that run reconciles off the queue, containing failures (retry with backoff) and panics.
+
+use std::{
+    panic::AssertUnwindSafe,
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use futures::FutureExt;
+use tracing::{debug, error, info, warn};
+
+use super::Context;
+use crate::{
+    constants::APPLIED_HASHES_BUDGET,
+    index::PlannedReload,
+    pause::{self, PauseAction},
+    strategy::{TemplateChange, encode_applied_hashes},
+    workload::{self, WorkloadKey, WorkloadKind, WorkloadWrite},
+};
+
+/// Errors of one reconcile.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The patch was rejected or could not be sent.
+    #[error("patching {workload} for {resources}: {source}")]
+    Patch {
+        /// The workload.
+        workload: String,
+        /// The resources it was reloaded for.
+        resources: String,
+        /// The API error.
+        #[source]
+        source: kube::Error,
+    },
+    /// The reconcile panicked (a bug met by some object): contained, counted and retried with backoff, so
+    /// the worker and every other workload go on.
+    #[error("reconciling {workload} panicked: {message}")]
+    Panicked {
+        /// The workload.
+        workload: String,
+        /// The panic's message.
+        message: String,
+    },
+}
+
+impl Error {
+    /// Conflicts, throttling, server errors and transport failures are retried; other API errors are not.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Self::Patch { source: kube::Error::Api(status), .. } => {
+                matches!(status.code, 409 | 429) || status.code >= 500
+            }
+            Self::Patch { .. } | Self::Panicked { .. } => true,
+        }
+    }
+}
+
+/// The message of a caught panic.
+pub(super) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".to_owned())
+}
+
+pub(super) async fn worker(ctx: Arc<Context>, mut leader: tokio::sync::watch::Receiver<bool>) {
+    loop {
+        // Non-leaders keep queueing (deduplicated per workload) but never write.
+        if leader.wait_for(|l| *l).await.is_err() {
+            return;
+        }
+        let Some((key, triggered)) = ctx.queue.next().await else { return };
+        if !*leader.borrow() {
+            ctx.queue.done(&key);
+            ctx.queue.add(key, triggered);
+            continue;
+        }
+        let m = &ctx.metrics;
+        m.queue_depth.set(i64::try_from(ctx.queue.len()).unwrap_or(i64::MAX));
+        m.queue_latency.observe(triggered.elapsed().as_secs_f64());
+        let started = Instant::now();
+        let result = match AssertUnwindSafe(reconcile(&ctx, &key, triggered)).catch_unwind().await {
+            Ok(result) => result,
+            Err(panic) => {
+                m.panics.inc();
+                Err(Error::Panicked { workload: key.to_string(), message: panic_message(panic.as_ref()) })
+            }
+        };
+        let outcome = match &result {
+            Ok(true) => "success",
+            Ok(false) => "skipped",
+            Err(_) => "error",
+        };
+        m.reconcile.with_label_values(&[outcome]).inc();
+        m.reconcile_duration.with_label_values(&[outcome]).observe(started.elapsed().as_secs_f64());
+        match result {
+            Ok(_) => ctx.queue.done(&key),
+            Err(e) if e.is_transient() => {
+                m.retries.inc();
+                let (attempt, delay) = ctx.queue.retry(&key, triggered);
+                warn!(namespace = %key.namespace, workload = %key.name, kind = %key.kind, attempt, ?delay, "reload failed, retrying: {e}");
+            }
+            Err(e) => {
+                error!(namespace = %key.namespace, workload = %key.name, kind = %key.kind, "Rolling upgrade failed, not retrying: {e}");
+                ctx.queue.forget(&key);
+            }
+        }
+    }
+}
+
+/// Plans and writes one workload; `Ok(false)` when there was nothing to write.
+async fn reconcile(ctx: &Context, key: &WorkloadKey, triggered: Instant) -> Result<bool, Error> {
+    if ctx.webhook.is_some() {
+        // `--webhook-url`: notify instead of reloading; level-triggered reconciles must not write either.
+        return Ok(false);
+    }
+    let (plan, pause_state, uid, restart_strategy) = {
+        let mut index = ctx.index();
+        (
+            index.plan(key, ctx.settings.decisions, ctx.settings.strategy),
+            index.pause_state(key),
+            index.workload_uid(key),
+            index.restart_strategy(key),
+        )
+    };
+    let now = jiff::Timestamp::now();
+    let pause = match pause_state {
+        Some(state) if key.kind == WorkloadKind::Deployment => pause::evaluate(&state, !plan.reloads.is_empty(), now),
+        _ => PauseAction::None,
+    };
+    if let PauseAction::ResumeIn(delay) = pause {
+        // Level-triggered resume: look again when the period ends (also after a restart or leader change).
+        ctx.queue.add_after(key.clone(), Instant::now(), delay.saturating_add(Duration::from_millis(50)));
+    }
+    let pause = match pause {
+        PauseAction::None | PauseAction::ResumeIn(_) => None,
+        action => Some((ctx.settings.keys.paused_at.as_str(), action)),
+    };
+    let mut plan = plan;
+    if ctx.records_forbidden().contains(&key.kind) {
+        plan.applied_hashes = None;
+    }
+    if plan.is_empty() && pause.is_none() {
+        ctx.metrics.skipped.with_label_values(&["strategy_not_updated"]).inc();
+        return Ok(false);
+    }
+    let changes: Vec<TemplateChange> = plan.reloads.iter().map(template_change).collect();
+    let write = WorkloadWrite {
+        strategy: ctx.settings.strategy,
+        changes: &changes,
+        // The wall-clock time of the first trigger, not of this attempt: a retry after a lost response writes
+        // the same `observedAt` / `restartAt` again, which changes nothing, instead of a second rollout.
+        now_unix: now.as_second().saturating_sub(i64::try_from(triggered.elapsed().as_secs()).unwrap_or(0)),
+        applied_hashes: plan.applied_hashes.as_ref().map(encode_applied_hashes),
+        pause: pause.clone(),
+        restart: restart_strategy,
+    };
+    let kind = key.kind.to_string();
+    let mut result = workload::write(&ctx.client, key, &write).await;
+    if let Err(kube::Error::Api(status)) = &result
+        && matches!(status.code, 403 | 422)
+        && write.applied_hashes.is_some()
+    {
+        // The record never blocks the reload: annotations at their 256 KiB limit (a large
+        // `last-applied-configuration`: 422), or no `patch` on the kind (upstream v1's RBAC on CronJobs and
+        // Jobs: 403). Reload without it; restart-safety for this workload then rests on the template's records.
+        let (code, message) = (status.code, status.message.clone());
+        plan.applied_hashes = None;
+        result = if plan.reloads.is_empty() {
+            Ok(())
+        } else {
+            workload::write(&ctx.client, key, &WorkloadWrite { applied_hashes: None, ..write.clone() }).await
+        };
+        if code == 403 && result.is_ok() {
+            if ctx.records_forbidden().insert(key.kind) {
+                warn!(kind = %key.kind, "no patch permission on {}: the restart-safety record is not written, so a \
+                      change made while the controller is down is not applied to {} workloads that were never \
+                      reloaded ({message})", key.kind.api_resource(), key.kind);
+            }
+        } else {
+            warn!(namespace = %key.namespace, workload = %key.name, kind = %key.kind,
+                  "the applied-hashes record was rejected ({message}); reloading without it");
+        }
+    }
+    if plan.unrecorded > 0 && plan.applied_hashes.is_some() && result.is_ok() {
+        warn!(namespace = %key.namespace, workload = %key.name, kind = %key.kind, left_out = plan.unrecorded,
+              "the applied-hashes record is limited to {} bytes: {} resources are not recorded, so a change to them \
+               made while the controller is down is not applied when it starts", APPLIED_HASHES_BUDGET, plan.unrecorded);
+    }
+    let m = &ctx.metrics;
+    if !plan.reloads.is_empty() && !matches!(&result, Err(kube::Error::Api(s)) if s.code == 404) {
+        let ok = result.is_ok();
+        m.reload_executed(ok, &key.namespace);
+        m.action.with_label_values(&[kind.as_str(), if ok { "success" } else { "error" }]).inc();
+        if ok {
+            m.action_latency.with_label_values(&[&kind]).observe(triggered.elapsed().as_secs_f64());
+            m.workloads_matched.with_label_values(&[&kind]).inc();
+        } else {
+            m.errors.with_label_values(&["handler_error"]).inc();
+        }
+    }
+    match result {
+        Ok(()) => {}
+        Err(kube::Error::Api(status)) if status.code == 404 => {
+            debug!(workload = %key, "workload is gone; nothing to reload");
+            return Ok(false);
+        }
+        Err(source) => {
+            if let Some(events) = &ctx.events {
+                events.reload_failed(key, uid, &source.to_string());
+            }
+            let resources = plan.reloads.iter().map(|r| r.config.to_string()).collect::<Vec<_>>().join(", ");
+            let resources = if resources.is_empty() { "its applied-hashes record".to_owned() } else { resources };
+            let error = Error::Patch { workload: key.to_string(), resources, source };
+            if !error.is_transient() {
+                ctx.index().mark_rejected(key, &plan);
+            }
+            return Err(error);
+        }
+    }
+    ctx.index().mark_written(key, &plan);
+    let latency_ms = triggered.elapsed().as_secs_f64() * 1000.0;
+    match &pause {
+        Some((_, PauseAction::Pause { at })) => {
+            info!(namespace = %key.namespace, workload = %key.name, paused_at = %at,
+            "Paused deployment '{}' in namespace '{}' for its pause period", key.name, key.namespace)
+        }
+        Some((_, PauseAction::Resume)) => info!(namespace = %key.namespace, workload = %key.name,
+            "Successfully resumed deployment '{}' in namespace '{}'", key.name, key.namespace),
+        _ => {}
+    }
+    if plan.reloads.is_empty() {
+        debug!(workload = %key, "recorded applied hashes");
+    }
+    for r in &plan.reloads {
+        if let Some(events) = &ctx.events {
+            events.reloaded(key, uid.clone(), &r.config.name, r.config.kind.upstream_type());
+        }
+        if let Some(alerts) = &ctx.alerts {
+            alerts.reloaded(
+                &r.config.name,
+                r.config.kind.upstream_type(),
+                &key.name,
+                &key.kind.to_string(),
+                &key.namespace,
+            );
+        }
+        info!(
+            namespace = %key.namespace, workload = %key.name, kind = %key.kind,
+            config = %r.config.name, config_kind = %r.config.kind, reason = %r.reason, latency_ms,
+            deleted = r.deleted,
+            "Changes detected in '{}' of type '{}' in namespace '{}'; updated '{}' of type '{}' in namespace '{}'",
+            r.config.name, r.config.kind.upstream_type(), r.config.namespace, key.name, key.kind, key.namespace
+        );
+    }
+    Ok(true)
+}
+
+fn template_change(r: &PlannedReload) -> TemplateChange {
+    TemplateChange {
+        kind: r.config.kind,
+        name: r.config.name.clone(),
+        namespace: r.config.namespace.to_string(),
+        hash: r.hash,
+        container: r.container.clone(),
+        deleted: r.deleted,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api_error(code: u16) -> Error {
+        let status = kube::core::Status { code, message: "m".into(), reason: "r".into(), ..Default::default() };
+        Error::Patch { workload: "w".into(), resources: "r".into(), source: kube::Error::Api(status.boxed()) }
+    }
+
+    #[test]
+    fn conflicts_throttling_and_server_errors_are_retried_other_rejections_are_not() {
+        for code in [409, 429, 500, 503] {
+            assert!(api_error(code).is_transient(), "{code}");
+        }
+        for code in [400, 403, 404, 415, 422] {
+            assert!(!api_error(code).is_transient(), "{code}");
+        }
+    }
+}

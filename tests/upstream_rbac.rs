@@ -1,0 +1,137 @@
+//! Drop-in on upstream's RBAC: the controller runs with a token bound to exactly upstream v1.4.21's ClusterRole
+//! rules (chart default render, `../shared/reference/upstream-chart/rendered/reloader.default.yaml`): no
+//! `watch` on workloads, no `patch` on CronJobs and Jobs, core `events` only. Every core reload still works —
+//! auto, named and search on the apps kinds, a CronJob spawn, a Job recreate, a Deployment created after the
+//! controller started (found by listing on the change, upstream's method) — in both strategies, each missing
+//! capability is named once in the log, and the `Reloaded` Event is recorded.
+
+mod common;
+
+use common::{chart::service_account_kubeconfig, *};
+use k8s_openapi::api::{
+    batch::v1::{CronJob, Job},
+    core::v1::ServiceAccount,
+    events::v1::Event,
+    rbac::v1::{ClusterRole, ClusterRoleBinding},
+};
+use kube::{
+    Api, ResourceExt,
+    api::{DeleteParams, PostParams},
+};
+use serde_json::{Value, json};
+
+/// upstream v1.4.21's ClusterRole rules, verbatim from its chart's default render.
+fn upstream_v1_rules() -> Value {
+    json!([
+        {"apiGroups": [""], "resources": ["secrets", "configmaps"], "verbs": ["list", "get", "watch"]},
+        {"apiGroups": ["apps"], "resources": ["deployments", "daemonsets", "statefulsets"], "verbs": ["list", "get", "update", "patch"]},
+        {"apiGroups": ["batch"], "resources": ["cronjobs"], "verbs": ["list", "get"]},
+        {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["create", "delete", "list", "get"]},
+        {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]}
+    ])
+}
+
+/// A ServiceAccount in `ns` bound to upstream's ClusterRole; returns its kubeconfig and the role's name.
+async fn upstream_service_account(ns: &TestNamespace) -> (String, String) {
+    let pp = PostParams::default();
+    let sa: ServiceAccount = serde_json::from_value(json!({"metadata": {"name": "reloader-reloader"}})).expect("sa");
+    ns.api::<ServiceAccount>().create(&pp, &sa).await.expect("create sa");
+    let name = format!("upstream-v1-{}", ns.name);
+    let role: ClusterRole =
+        serde_json::from_value(json!({"metadata": {"name": name}, "rules": upstream_v1_rules()})).expect("role");
+    Api::<ClusterRole>::all(ns.client.clone()).create(&pp, &role).await.expect("create role");
+    let binding: ClusterRoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": "reloader-reloader", "namespace": ns.name}]
+    }))
+    .expect("binding");
+    Api::<ClusterRoleBinding>::all(ns.client.clone()).create(&pp, &binding).await.expect("create binding");
+    let path = service_account_kubeconfig(&ns.client, &ns.name, "reloader-reloader").await;
+    (path.to_string_lossy().into_owned(), name)
+}
+
+async fn delete_cluster_rbac(ns: &TestNamespace, name: &str) {
+    let dp = DeleteParams::default();
+    let _ = Api::<ClusterRoleBinding>::all(ns.client.clone()).delete(name, &dp).await;
+    let _ = Api::<ClusterRole>::all(ns.client.clone()).delete(name, &dp).await;
+}
+
+fn batch_pod(uses: &str) -> Value {
+    json!({"restartPolicy": "Never", "containers": [{"name": "main", "image": "x", "envFrom": [{"configMapRef": {"name": uses}}]}]})
+}
+
+async fn every_core_reload_works_with_upstreams_rbac(strategy: &str) {
+    let ns = TestNamespace::create(&format!("upstream-rbac-{strategy}")).await;
+    let (kubeconfig, role) = upstream_service_account(&ns).await;
+    create_configmap(&ns, "cfg", &[("k", "1")], &[("reloader.stakater.com/match", "true")]).await;
+    let auto = json!({"reloader.stakater.com/auto": "true"});
+    Kind::Deployment.create(&ns, "auto", auto.clone(), json!({}), env_from_configmap("cfg")).await;
+    let named = json!({"configmap.reloader.stakater.com/reload": "cfg"});
+    Kind::StatefulSet.create(&ns, "named", named, json!({}), plain_pod()).await;
+    let search = json!({"reloader.stakater.com/search": "true"});
+    Kind::DaemonSet.create(&ns, "search", search, json!({}), env_from_configmap("cfg")).await;
+    let cronjob: CronJob = serde_json::from_value(json!({
+        "metadata": {"name": "cron", "annotations": auto},
+        "spec": {"schedule": "0 0 1 1 *", "jobTemplate": {"spec": {"template": {"spec": batch_pod("cfg")}}}}
+    }))
+    .expect("cronjob");
+    ns.api::<CronJob>().create(&PostParams::default(), &cronjob).await.expect("create cronjob");
+    let job: Job = serde_json::from_value(json!({
+        "metadata": {"name": "job", "annotations": auto},
+        "spec": {"backoffLimit": 0, "template": {"spec": batch_pod("cfg")}}
+    }))
+    .expect("job");
+    let old_job = ns.api::<Job>().create(&PostParams::default(), &job).await.expect("create job").uid();
+
+    let strategy_flag = format!("--reload-strategy={strategy}");
+    let reloader = Reloader::start_with_env(&ns.name, &[&strategy_flag], &[("KUBECONFIG", kubeconfig.as_str())]).await;
+    let fallback = reloader.wait_log("listing deployments.apps in a changed resource's namespace").await;
+    assert!(fallback.contains("forbidden"), "{fallback}");
+    // Created after the controller started: no watch sees it; the change's LIST does.
+    Kind::Deployment.create(&ns, "late", auto.clone(), json!({}), env_from_configmap("cfg")).await;
+    Kind::Deployment.wait_revisions(&ns, "late", 1).await;
+
+    set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
+    Kind::Deployment.wait_revisions(&ns, "auto", 2).await;
+    Kind::StatefulSet.wait_revisions(&ns, "named", 2).await;
+    Kind::DaemonSet.wait_revisions(&ns, "search", 2).await;
+    Kind::Deployment.wait_revisions(&ns, "late", 2).await;
+    wait_for("a Job spawned from the CronJob", RELOAD_WAIT, || async {
+        let jobs = ns.api::<Job>().list(&Default::default()).await.map_err(|e| e.to_string())?;
+        let spawned = jobs.items.iter().filter(|j| j.owner_references().iter().any(|o| o.name == "cron")).count();
+        if spawned == 1 { Ok(()) } else { Err(format!("{spawned} spawned")) }
+    })
+    .await;
+    wait_for("the Job recreated", RELOAD_WAIT, || async {
+        let j = ns.api::<Job>().get("job").await.map_err(|e| e.to_string())?;
+        if j.uid() != old_job { Ok(()) } else { Err("still the old Job".into()) }
+    })
+    .await;
+    wait_for("a Reloaded Event (core events, as upstream's RBAC allows)", RELOAD_WAIT, || async {
+        let events = ns.api::<Event>().list(&Default::default()).await.map_err(|e| e.to_string())?;
+        let reloaded = events.items.iter().any(|e| {
+            e.reason.as_deref() == Some("Reloaded")
+                && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("auto")
+        });
+        if reloaded { Ok(()) } else { Err(format!("{} events", events.items.len())) }
+    })
+    .await;
+    let record = reloader.wait_log("no patch permission on cronjobs.batch").await;
+    assert!(record.contains("restart-safety record"), "{record}");
+    // Exactly one rollout each: nothing keeps retrying what the RBAC forbids.
+    Kind::Deployment.stays_at_revisions(&ns, "auto", 2).await;
+    Kind::Deployment.stays_at_revisions(&ns, "late", 2).await;
+    drop(reloader);
+    delete_cluster_rbac(&ns, &role).await;
+}
+
+#[tokio::test]
+async fn env_vars_strategy_with_upstreams_rbac() {
+    every_core_reload_works_with_upstreams_rbac("env-vars").await;
+}
+
+#[tokio::test]
+async fn annotations_strategy_with_upstreams_rbac() {
+    every_core_reload_works_with_upstreams_rbac("annotations").await;
+}
