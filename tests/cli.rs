@@ -65,7 +65,10 @@ async fn json_logs_carry_namespace_workload_kind_config_reason_and_latency() {
     assert_eq!(v["config"], "cfg");
     assert_eq!(v["reason"], "auto: referenced via envFrom");
     assert!(v["latency_ms"].as_f64().is_some_and(|l| l >= 0.0), "{v}");
-    assert_eq!(v["level"], "INFO");
+    // upstream's (logrus) field names, so log pipelines written for upstream keep parsing.
+    assert_eq!(v["level"], "info");
+    assert!(v["msg"].as_str().is_some_and(|m| m.starts_with("Changes detected in 'cfg'")), "{v}");
+    assert!(v["time"].as_str().is_some_and(|t| t.parse::<jiff::Timestamp>().is_ok()), "{v}");
 }
 
 #[test]
