@@ -47,7 +47,9 @@ fn golden_renders_and_static_manifests_are_current() {
         assert!(!parse_documents(&rendered).is_empty(), "{golden}: no objects");
     }
     let manifest = std::fs::read_to_string(repo().join("deploy/kubernetes/reloader.yaml")).unwrap_or_default();
-    let default = template_text("reloader", "reloader", &[]).unwrap_or_else(|e| panic!("{e}"));
+    // Upstream's static manifest's names and namespace (deploy/render.sh).
+    let static_values = repo().join("deploy/kubernetes/chart-values.yaml").display().to_string();
+    let default = template_text("reloader", "default", &["--values", &static_values]).unwrap_or_else(|e| panic!("{e}"));
     assert!(
         manifest.ends_with(&default) && manifest.starts_with("# Generated"),
         "deploy/kubernetes/reloader.yaml {stale}"
@@ -57,8 +59,11 @@ fn golden_renders_and_static_manifests_are_current() {
 #[test]
 fn upstream_values_render_upstream_flags() {
     let values = values_file("upstream-values");
-    let objects =
-        template("reloader", "reloader", &["--values", &values, "--set", "reloader.deployment.env.secret.DB_URL=x"]);
+    // The cluster serves the monitoring and autoscaling APIs (upstream renders the ServiceMonitor and the VPA only then).
+    let apis = ["--api-versions", "monitoring.coreos.com/v1", "--api-versions", "autoscaling.k8s.io/v1"];
+    let mut extra = vec!["--values", &values, "--set", "reloader.deployment.env.secret.DB_URL=x"];
+    extra.extend(apis);
+    let objects = template("reloader", "reloader", &extra);
     let (args, env) = container_command(&objects, "reloader", "pod");
     for flag in [
         "--log-format=json",
@@ -81,7 +86,7 @@ fn upstream_values_render_upstream_flags() {
     assert!(pair("--search-match-annotation", "my.company.com/match"), "{args:?}");
     assert!(env.contains(&("METRICS_COUNT_BY_NAMESPACE".into(), "enabled".into())), "{env:?}");
     // Every env.secret key is stored (upstream wrote only the four ALERT_* keys).
-    let secret = find(&objects, "Secret", Some("reloader"));
+    let secret = find(&objects, "Secret", Some("reloader-reloader"));
     let keys: Vec<&String> = secret["data"].as_object().map(|m| m.keys().collect()).unwrap_or_default();
     assert_eq!(keys, ["ALERT_ADDITIONAL_INFO", "ALERT_ON_RELOAD", "ALERT_SINK", "ALERT_WEBHOOK_URL", "DB_URL"]);
     // A read-only root filesystem with /tmp as an emptyDir, as upstream's readOnlyRootFileSystem.
@@ -196,9 +201,9 @@ async fn kustomize_manifests_apply_and_their_rbac_reloads() {
     let client = testenv::harness::client().await;
     let dir = repo().join("deploy/kubernetes").display().to_string();
     run(&tool("kubectl"), &["apply", "-k", &dir]).unwrap_or_else(|e| panic!("{e}"));
-    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "reloader");
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
     wait_for("the manifests' Deployment to be available", RELOAD_WAIT, || async {
-        let d = deployments.get("reloader").await.map_err(|e| e.to_string())?;
+        let d = deployments.get("reloader-reloader").await.map_err(|e| e.to_string())?;
         let available = d.status.and_then(|s| s.available_replicas).unwrap_or_default();
         if available == 1 { Ok(()) } else { Err(format!("{available} available")) }
     })
@@ -208,9 +213,9 @@ async fn kustomize_manifests_apply_and_their_rbac_reloads() {
     // namespace so it leaves other tests' workloads alone.
     let ns = TestNamespace::create("kustomize").await;
     let text = std::fs::read_to_string(repo().join("deploy/kubernetes/reloader.yaml")).expect("manifest");
-    let (mut args, mut env) = container_command(&parse_documents(&text), "reloader", "reloader-0");
+    let (mut args, mut env) = container_command(&parse_documents(&text), "default", "reloader-0");
     args.push(format!("--namespaces={}", ns.name));
-    let kubeconfig = service_account_kubeconfig(&client, "reloader", "reloader").await;
+    let kubeconfig = service_account_kubeconfig(&client, "default", "reloader-reloader").await;
     env.push(("KUBECONFIG".into(), kubeconfig.display().to_string()));
     create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
     Kind::Deployment
@@ -241,7 +246,7 @@ fn the_kustomization_works_as_a_base_with_another_namespace() {
         run(&tool("kubectl"), &["kustomize", overlay.to_str().unwrap_or_default()]).unwrap_or_else(|e| panic!("{e}"));
     let objects = parse_documents(&built);
     assert_eq!(find(&objects, "Namespace", None)["metadata"]["name"], "platform");
-    assert_eq!(find(&objects, "Deployment", Some("reloader"))["metadata"]["namespace"], "platform");
+    assert_eq!(find(&objects, "Deployment", Some("reloader-reloader"))["metadata"]["namespace"], "platform");
     for binding in ["ClusterRoleBinding", "RoleBinding"] {
         assert_eq!(find(&objects, binding, None)["subjects"][0]["namespace"], "platform", "{binding}");
     }

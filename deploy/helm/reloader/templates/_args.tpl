@@ -1,8 +1,9 @@
 {{/*
-The controller's flags. Upstream's values render upstream's flags, in upstream's spelling; the differences are
-marked: flags upstream's chart forgot (reload-on-delete, ignored-workload-types, log-level, CSI, pprof), the
-webhook URL rendered without custom_annotations (upstream renders it only inside that block), and
---is-openshift always matching the RBAC the chart grants (the controller otherwise detects the API).
+The controller's flags. Upstream's values render upstream's flags (chart 2.2.16), in upstream's spelling and with
+upstream's conditions, so the same values file gives the same behaviour; tests/chart_fixtures.rs compares them
+with upstream's renders. The differences: --is-openshift is always rendered, matching the RBAC the chart grants
+(the controller would otherwise detect the API and watch DeploymentConfigs it may not be allowed to), and the
+namespace selector goes without upstream's literal quotes.
 */}}
 {{- define "reloader-args" -}}
 {{- $r := .Values.reloader -}}
@@ -18,7 +19,7 @@ webhook URL rendered without custom_annotations (upstream renders it only inside
 - "--resources-to-ignore=secrets"
 {{- end }}
 {{- if $r.ignoreConfigMaps }}
-- "--resources-to-ignore=configMaps"
+- "--resources-to-ignore=configmaps"
 {{- end }}
 {{- $ignoredKinds := list }}
 {{- if $r.ignoreJobs }}{{ $ignoredKinds = append $ignoredKinds "jobs" }}{{ end }}
@@ -30,6 +31,7 @@ webhook URL rendered without custom_annotations (upstream renders it only inside
 - "--namespaces-to-ignore={{ $r.ignoreNamespaces }}"
 {{- end }}
 {{- if and $r.watchGlobally $r.namespaceSelector }}
+{{- /* upstream wraps the value in literal quotes (the controller strips them); the plain value means the same */}}
 - "--namespace-selector={{ $r.namespaceSelector }}"
 {{- end }}
 {{- if $r.resourceLabelSelector }}
@@ -44,9 +46,11 @@ webhook URL rendered without custom_annotations (upstream renders it only inside
 - {{ . | quote }}
 {{- end }}
 {{- end }}
-{{- with $r.webhookUrl }}
+{{- /* upstream renders the webhook URL only inside its custom_annotations block: without custom annotations
+the flag is dropped and Reloader keeps reloading (NOTES.txt warns). */}}
+{{- if and $r.webhookUrl $ann }}
 - "--webhook-url"
-- {{ . | quote }}
+- {{ $r.webhookUrl | quote }}
 {{- end }}
 {{- if $r.isArgoRollouts }}
 - "--is-Argo-Rollouts=true"
@@ -83,7 +87,7 @@ webhook URL rendered without custom_annotations (upstream renders it only inside
 - "--enable-csi-integration=true"
 {{- end }}
 {{- if $r.enablePProf }}
-- "--enable-pprof=true"
+- "--enable-pprof"
 - "--pprof-addr={{ $r.pprofAddr }}"
 {{- end }}
 {{- with $r.coalesceWindow }}

@@ -1,21 +1,30 @@
 {{/*
-Names, labels and selectors keep upstream's values (app=<fullname>, release=<release>) so `helm upgrade` from
-upstream's chart keeps the Deployment's immutable selector.
+Names, labels and selectors are upstream's (chart 2.2.16): the full name is always <release>-<name> (so
+`helm install reloader …` names everything reloader-reloader*), app=<fullname>, release=<release>, so `helm upgrade`
+from upstream's chart keeps the same objects and the Deployment's immutable selector.
 */}}
 {{- define "reloader-name" -}}
-{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" | lower -}}
 {{- end -}}
 
 {{- define "reloader-fullname" -}}
 {{- if .Values.fullnameOverride -}}
 {{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
 {{- else -}}
-{{- $name := default .Chart.Name .Values.nameOverride -}}
-{{- if contains $name .Release.Name -}}
-{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
-{{- else -}}
-{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- printf "%s-%s" .Release.Name (default .Chart.Name .Values.nameOverride) | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
+{{- end -}}
+
+{{/* The namespace the controller runs in: upstream's top-level `namespace` value, else the release's. */}}
+{{- define "reloader-namespace" -}}
+{{- .Values.namespace | default .Release.Namespace -}}
+{{- end -}}
+
+{{/* A map of user values rendered through tpl, as YAML (upstream applies tpl to e.g. deployment.annotations, so
+`rel: "{{ .Release.Name }}"` works): (dict "value" <map> "root" $). Empty when the map is. */}}
+{{- define "reloader-tpl" -}}
+{{- with .value -}}
+{{- tpl (toYaml .) $.root -}}
 {{- end -}}
 {{- end -}}
 
@@ -27,6 +36,7 @@ release: {{ .Release.Name | quote }}
 {{- define "reloader-labels.chart" -}}
 {{ include "reloader-selector" . }}
 chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | quote }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | quote }}
 heritage: {{ .Release.Service | quote }}
 app.kubernetes.io/name: {{ include "reloader-name" . }}
 app.kubernetes.io/instance: {{ .Release.Name | quote }}
@@ -40,7 +50,7 @@ the Deployment and its pods ("selectorWins" true), which must keep matching. */}
 {{- define "reloader-labels" -}}
 {{- $labels := fromYaml (include "reloader-labels.chart" .root) -}}
 {{- range .extra -}}
-{{- $labels = merge (deepCopy (. | default dict)) $labels -}}
+{{- $labels = merge (fromYaml (include "reloader-tpl" (dict "value" . "root" $.root)) | default dict) $labels -}}
 {{- end -}}
 {{- if .selectorWins -}}
 {{- $labels = merge (fromYaml (include "reloader-selector" .root)) $labels -}}
@@ -67,8 +77,8 @@ podAntiAffinity:
         topologyKey: kubernetes.io/hostname
 {{- end -}}
 
-{{/* The namespaces of scoped mode as a list: reloader.namespaces (a list or a comma-separated string) plus the
-release namespace (upstream v1 adds it). Empty unless scoped mode is used. */}}
+{{/* The namespaces of scoped mode as a list: the controller's own namespace (upstream v1 adds it, first) and
+reloader.namespaces (a list or a comma-separated string). Empty unless scoped mode is used. */}}
 {{- define "reloader-scopedNamespaces" -}}
 {{- $given := .Values.reloader.namespaces -}}
 {{- if kindIs "string" $given -}}
@@ -82,7 +92,7 @@ release namespace (upstream v1 adds it). Empty unless scoped mode is used. */}}
 {{- end -}}
 {{- end -}}
 {{- if $list -}}
-{{- $list = append $list .Release.Namespace -}}
+{{- $list = prepend $list (include "reloader-namespace" .) -}}
 {{- end -}}
 {{- toJson (uniq $list) -}}
 {{- end -}}
@@ -99,6 +109,12 @@ release namespace (upstream v1 adds it). Empty unless scoped mode is used. */}}
 {{- end -}}
 {{- if and (gt (int $r.deployment.replicas) 1) (not $r.enableHA) -}}
 {{- fail (printf "reloader.deployment.replicas is %d but reloader.enableHA is false: replicas without leader election would each roll every workload. Set reloader.enableHA=true, or replicas to 1." (int $r.deployment.replicas)) -}}
+{{- end -}}
+{{- $chartSelector := fromYaml (include "reloader-selector" .) -}}
+{{- range $key, $value := $r.deployment.selectorLabels -}}
+{{- if and (hasKey $chartSelector $key) (ne (toString $value) (get $chartSelector $key)) -}}
+{{- fail (printf "reloader.deployment.selectorLabels.%s is %q but the chart's pods carry %s=%s: the Deployment would select no pod." $key (toString $value) $key (get $chartSelector $key)) -}}
+{{- end -}}
 {{- end -}}
 {{- if and (not $r.watchGlobally) (or $r.ignoreNamespaces $r.namespaceSelector) -}}
 {{- fail "reloader.ignoreNamespaces and reloader.namespaceSelector only apply when reloader.watchGlobally=true (upstream ignores them silently otherwise)." -}}
