@@ -58,3 +58,6 @@ pub mod resource;
 pub mod selector;
 pub mod strategy;
 pub mod workload;
+
+#[cfg(test)]
+mod bad_input_tests;

@@ -218,7 +218,7 @@ fn pause_problem<K: WorkloadObject>(key: &str, period: Option<&str>) -> Option<W
         format!("Annotation '{key}' only applicable for deployments")
     } else {
         let e = crate::duration::parse_go_duration(period).err()?;
-        format!("{e}; reloads happen without pausing")
+        format!("annotation {key:?}: {e}; reloads happen without pausing")
     };
     Some(WorkloadProblem { key: key.to_owned(), value: period.to_owned(), message })
 }
