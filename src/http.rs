@@ -64,7 +64,7 @@ impl Health {
         self.failing.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Every watch has completed its first list (or is failing and reported).
+    /// Every core watch has completed its first list.
     pub fn set_synced(&self) {
         self.synced.store(true, Ordering::Relaxed);
     }
@@ -104,8 +104,8 @@ impl Health {
         failing.iter().filter(|(_, r)| counts(r)).map(|(n, r)| (n.clone(), r.core, r.message.clone())).collect()
     }
 
-    /// `Ok` with a note on degraded optional sources when ready, else why not. Ready means: every watch has
-    /// listed once (or reported its failure), and no core kind (ConfigMaps, Secrets, the built-in workloads,
+    /// `Ok` with a note on degraded optional sources when ready, else why not. Ready means: every core watch
+    /// has listed once, and no core kind (ConfigMaps, Secrets, the built-in workloads,
     /// namespaces) has been failing for longer than the bound. Reloads of everything else go on either way;
     /// readiness recovers as soon as the source delivers again.
     pub fn readiness(&self, now: Instant) -> Result<String, String> {

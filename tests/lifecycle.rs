@@ -150,15 +150,20 @@ async fn changes_to_several_configs_within_the_window_make_one_rollout() {
 
 #[tokio::test]
 async fn sync_after_restart_reloads_unrecorded_workloads_once() {
+    // upstream v1 acts on it only together with --reload-on-create: alone, nothing rolls.
+    let alone_ns = TestNamespace::create("sync-restart-alone").await;
+    create_configmap(&alone_ns, "cfg", &[("k", "1")], &[]).await;
+    Kind::Deployment.create(&alone_ns, "web", auto(), json!({}), env_from_configmap("cfg")).await;
+    Kind::Deployment.wait_revisions(&alone_ns, "web", 1).await;
+    let alone = Reloader::start(&alone_ns.name, &["--sync-after-restart"]).await;
+    Kind::Deployment.stays_at_revisions(&alone_ns, "web", 1).await;
+    assert_eq!(alone.count_log("updated 'web'"), 0);
+    drop(alone);
+
     let ns = TestNamespace::create("sync-restart").await;
     create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
     Kind::Deployment.create(&ns, "web", auto(), json!({}), env_from_configmap("cfg")).await;
     Kind::Deployment.wait_revisions(&ns, "web", 1).await;
-    // upstream v1 acts on it only together with --reload-on-create: alone, nothing rolls.
-    let alone = Reloader::start(&ns.name, &["--sync-after-restart"]).await;
-    Kind::Deployment.stays_at_revisions(&ns, "web", 1).await;
-    assert_eq!(alone.count_log("updated 'web'"), 0);
-    drop(alone);
     let flags = ["--sync-after-restart", "--reload-on-create=true"];
     let first = Reloader::start(&ns.name, &flags).await;
     Kind::Deployment.wait_revisions(&ns, "web", 2).await;

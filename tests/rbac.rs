@@ -154,6 +154,15 @@ async fn missing_reloads(ns: &TestNamespace, full: bool, old_job_uid: &str) -> V
             missing.push(format!("{kind:?} reload"));
         }
     }
+    // Each watch syncs on its own, so the ConfigMap change reloads these even without the Secrets rule: the
+    // Secret's own change must show too.
+    let secret = secret_hash(&[("k", "2")]);
+    if full
+        && Kind::Deployment.env(ns, "deployment", "app", "STAKATER_SEC_SECRET").await.as_deref()
+            != Some(secret.as_str())
+    {
+        missing.push("Secret reload".into());
+    }
     let custom = if full { vec![(rollouts(), "rollout"), (deployment_configs(), "dc")] } else { vec![] };
     for (resource, name) in custom {
         let api: Api<kube::api::DynamicObject> = Api::namespaced_with(ns.client.clone(), &ns.name, &resource);

@@ -333,6 +333,12 @@ impl Observer {
         self.prune(id, configs, workloads, namespaces);
         self.listed[id] = true;
         self.recovered(id);
+        // Ready once every core kind has listed: an optional kind (Rollouts, DeploymentConfigs, CSI) that cannot
+        // list is reported in /readyz but does not hold readiness back; a core kind that cannot does (http.rs).
+        if self.infos.iter().zip(&self.listed).all(|(i, l)| *l || i.source.is_optional()) {
+            self.ctx.health.set_synced();
+            self.ctx.metrics.ready.set(1.0);
+        }
         if let Some(info) = self.infos.get(id)
             && let Source::Config(kind) = info.source
         {
@@ -391,8 +397,6 @@ impl Observer {
             warn!(configs, workloads, failing = ?failing,
                   "watches synced except {failing:?}, which keep retrying; reconciling every workload once");
         }
-        self.ctx.health.set_synced();
-        self.ctx.metrics.ready.set(1.0);
         self.reconcile_all();
         true
     }
