@@ -63,11 +63,16 @@ impl EventSink {
                     recorder.publish(&event, &reference).await
                 };
                 if !core_only && matches!(&result, Err(kube::Error::Api(s)) if s.code == 403) {
-                    tracing::warn!(
-                        "creating events.k8s.io Events is forbidden: using core v1 Events (what upstream's RBAC grants)"
-                    );
-                    core_only = true;
-                    result = publish_core(&client, &reference, &event).await;
+                    // Switch for good only when core Events work where events.k8s.io ones do not (upstream's
+                    // RBAC); a 403 in one namespace the controller may not write to changes nothing.
+                    let core = publish_core(&client, &reference, &event).await;
+                    if core.is_ok() {
+                        tracing::warn!(
+                            "creating events.k8s.io Events is forbidden: using core v1 Events (what upstream's RBAC grants)"
+                        );
+                        core_only = true;
+                        result = core;
+                    }
                 }
                 if let Err(e) = result {
                     m.errors.with_label_values(&["event_publish"]).inc();

@@ -233,7 +233,9 @@ impl Observer {
                 self.update_gauges(&index);
                 let uid = index.workload_uid(&key);
                 drop(index);
-                for p in &update.new_problems {
+                // Only where the controller acts: a tenant outside its namespaces is not its to report on.
+                let problems = if self.active(&key.namespace) { update.new_problems.as_slice() } else { &[] };
+                for p in problems {
                     warn!(namespace = %key.namespace, workload = %key.name, kind = %key.kind, key = %p.key,
                           value = %p.value, "{} '{}' in namespace '{}': {}", key.kind, key.name, key.namespace, p.message);
                     if let Some(events) = &self.ctx.events {
