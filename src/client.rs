@@ -1,27 +1,29 @@
-//! The Kubernetes client, with every request counted in `rest_client_requests_total{code,method,host}` (the
-//! metric upstream v1 hooks into client-go, and its load test reads).
+//! The Kubernetes client, with every request counted in `rest_client_requests_total{code,method,host}` and
+//! timed in `rest_client_request_duration_seconds{verb,host}` (the metrics upstream v1 hooks into client-go; its
+//! load test and dashboards read them).
 
 use std::task::{Context, Poll};
 
 use futures::{FutureExt, future::BoxFuture};
 use http::{Request, Response};
 use kube::client::ClientBuilder;
-use prometheus::IntCounterVec;
+use prometheus::{HistogramVec, IntCounterVec};
 use tower::{Layer, Service};
 
 /// Builds a client from the usual sources (`KUBECONFIG`, `~/.kube/config`, in-cluster) whose requests are
-/// counted in `counter`.
-pub async fn counted_client(counter: IntCounterVec) -> Result<kube::Client, kube::Error> {
+/// counted in `counter` and timed in `duration`.
+pub async fn counted_client(counter: IntCounterVec, duration: HistogramVec) -> Result<kube::Client, kube::Error> {
     let config = kube::Config::infer().await.map_err(kube::Error::InferConfig)?;
     let host = config.cluster_url.authority().map(ToString::to_string).unwrap_or_default();
-    let layer = CountRequests { counter, host };
+    let layer = CountRequests { counter, duration, host };
     Ok(ClientBuilder::try_from(config)?.with_layer(&layer).build())
 }
 
-/// Counts requests by response code, method and host.
+/// Counts requests by response code, method and host, and times them by verb and host.
 #[derive(Clone)]
 pub struct CountRequests {
     counter: IntCounterVec,
+    duration: HistogramVec,
     host: String,
 }
 
@@ -29,7 +31,7 @@ impl<S> Layer<S> for CountRequests {
     type Service = Counted<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        Counted { inner, counter: self.counter.clone(), host: self.host.clone() }
+        Counted { inner, counter: self.counter.clone(), duration: self.duration.clone(), host: self.host.clone() }
     }
 }
 
@@ -38,6 +40,7 @@ impl<S> Layer<S> for CountRequests {
 pub struct Counted<S> {
     inner: S,
     counter: IntCounterVec,
+    duration: HistogramVec,
     host: String,
 }
 
@@ -58,10 +61,13 @@ where
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
         let method = req.method().as_str().to_owned();
-        let (counter, host) = (self.counter.clone(), self.host.clone());
+        let (counter, duration, host) = (self.counter.clone(), self.duration.clone(), self.host.clone());
+        let started = std::time::Instant::now();
         self.inner
             .call(req)
             .map(move |res| {
+                // Until the response headers: a watch's long body is not its latency.
+                duration.with_label_values(&[method.as_str(), host.as_str()]).observe(started.elapsed().as_secs_f64());
                 let code = match &res {
                     Ok(r) => r.status().as_u16().to_string(),
                     Err(_) => "<error>".to_owned(),

@@ -107,7 +107,7 @@ async fn run(args: Args, settings: Settings, election: Option<LeaderElection>) -
         let bound = http::serve(addr, router, shutdown.clone()).await?;
         tracing::info!(address = %bound, "serving health endpoints on {bound}");
     }
-    let client = reloader::client::counted_client(metrics.rest_requests.clone()).await?;
+    let client = reloader::client::counted_client(metrics.rest_requests.clone(), metrics.rest_duration.clone()).await?;
     reloader::metainfo::publish(&client, &args).await;
     let signals = shutdown.clone();
     tokio::spawn(async move {

@@ -56,12 +56,17 @@ pub struct Metrics {
     pub rest_requests: IntCounterVec,
     /// `reloader_alerts_total{result}` (ours): alerts and webhooks sent, failed after retries, or dropped.
     pub alerts: IntCounterVec,
-    /// `leader_election_master_status` (the name controller-runtime uses in upstream v2): 1 while leading.
-    pub leader: IntGauge,
+    /// `leader_election_master_status{name}` (controller-runtime's, upstream v2): 1 while leading; `name` is the
+    /// Lease name.
+    pub leader: IntGaugeVec,
+    /// `rest_client_request_duration_seconds{verb,host}` (upstream v1): API request latency.
+    pub rest_duration: HistogramVec,
 }
 
 const RECONCILE_BUCKETS: &[f64] = &[0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
 const ACTION_BUCKETS: &[f64] = &[0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
+/// upstream v1's buckets for `rest_client_request_duration_seconds`.
+const REST_BUCKETS: &[f64] = &[0.001, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0];
 const QUEUE_BUCKETS: &[f64] = &[0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0];
 
 fn counter_vec(r: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
@@ -118,8 +123,11 @@ impl Metrics {
             IntCounter::new("reloader_reconcile_panics_total", "Reconciles that panicked, contained and retried")
                 .unwrap_or_else(|e| panic!("{e}"));
         let ready = Gauge::new("reloader_ready", "1 once every watch has synced").unwrap_or_else(|e| panic!("{e}"));
-        let leader = IntGauge::new("leader_election_master_status", "1 while this replica is the leader")
-            .unwrap_or_else(|e| panic!("{e}"));
+        let leader = IntGaugeVec::new(
+            Opts::new("leader_election_master_status", "1 while this replica is the leader"),
+            &["name"],
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
         for c in [
             Box::new(queue_depth.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(queue_adds.clone()),
@@ -204,6 +212,13 @@ impl Metrics {
             panics,
             ready,
             leader,
+            rest_duration: histogram_vec(
+                &r,
+                "rest_client_request_duration_seconds",
+                "Kubernetes API request latency, by verb and host",
+                &["verb", "host"],
+                REST_BUCKETS,
+            ),
             registry: r,
         }
     }

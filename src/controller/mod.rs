@@ -133,14 +133,15 @@ pub async fn run(
     let mut rediscover = tokio::time::interval(ctx.settings.discovery_interval.max(Duration::from_millis(100)));
     rediscover.tick().await;
     let mut was_leader = *leader.borrow();
-    ctx.metrics.leader.set(if was_leader { 1 } else { 0 });
+    let lease = ctx.settings.lease_name.clone();
+    ctx.metrics.leader.with_label_values(&[&lease]).set(if was_leader { 1 } else { 0 });
     let mut result = Ok(());
     loop {
         tokio::select! {
             () = shutdown.cancelled() => break,
             changed = leader.changed() => {
                 let is_leader = changed.is_ok() && *leader.borrow();
-                ctx.metrics.leader.set(if is_leader { 1 } else { 0 });
+                ctx.metrics.leader.with_label_values(&[&lease]).set(if is_leader { 1 } else { 0 });
                 if is_leader && !was_leader {
                     info!("became leader, starting controllers");
                     observer.reconcile_all();

@@ -42,6 +42,7 @@ fn context() -> Arc<Context> {
         decisions: DecisionSettings::default(),
         workers: 1,
         max_backoff: Duration::from_secs(1),
+        lease_name: "stakater-reloader-lock".into(),
     };
     Arc::new(Context {
         client: kube::Client::new(service, "default"),

@@ -45,6 +45,8 @@ pub struct Settings {
     pub workers: usize,
     /// Retry backoff cap.
     pub max_backoff: Duration,
+    /// The Lease name (`--leader-election-id`), the `name` label of `leader_election_master_status`.
+    pub lease_name: String,
 }
 
 /// A kind whose API may not be installed: watched once discovery finds it.
@@ -123,6 +125,7 @@ impl Settings {
             decisions: DecisionSettings { auto_reload_all: args.auto_reload_all },
             workers: usize::from(args.workers),
             max_backoff: args.max_retry_backoff,
+            lease_name: args.leader.leader_election_id.clone(),
         })
     }
 }
