@@ -32,12 +32,15 @@ pub struct AlertConfig {
     pub additional: Option<String>,
     /// Optional HTTP proxy.
     pub proxy: Option<String>,
+    /// `--alert-structured` (upstream v2): a raw sink gets one JSON object per reload.
+    pub structured: bool,
 }
 
 /// What to send.
 #[derive(Debug)]
 enum Job {
-    Alert(String),
+    /// An alert's content type and body.
+    Alert(&'static str, String),
     Webhook,
 }
 
@@ -46,6 +49,8 @@ enum Job {
 pub struct Alerter {
     tx: mpsc::Sender<Job>,
     additional: Option<String>,
+    sink: Sink,
+    structured: bool,
     metrics: Arc<Metrics>,
 }
 
@@ -64,11 +69,8 @@ impl Alerter {
         let url = cfg.url;
         tokio::spawn(async move {
             while let Some(job) = rx.recv().await {
-                let (sink, content_type, body) = match &job {
-                    Job::Alert(message) => {
-                        let (ct, body) = payload::body(sink, message);
-                        (sink, ct, body)
-                    }
+                let (sink, content_type, body) = match job {
+                    Job::Alert(content_type, body) => (sink, content_type, body),
                     Job::Webhook => (Sink::Slack, "application/json", payload::WEBHOOK_BODY.to_owned()),
                 };
                 let result = send(&client, &url, sink, content_type, body).await;
@@ -78,7 +80,7 @@ impl Alerter {
                 }
             }
         });
-        Ok(Self { tx, additional: cfg.additional, metrics })
+        Ok(Self { tx, additional: cfg.additional, sink, structured: cfg.structured, metrics })
     }
 
     fn enqueue(&self, job: Job) {
@@ -89,8 +91,18 @@ impl Alerter {
 
     /// Queues upstream's alert for one reloaded workload.
     pub fn reloaded(&self, resource: &str, resource_type: &str, workload: &str, kind: &str, namespace: &str) {
-        let msg = payload::message(resource, resource_type, workload, kind, namespace, self.additional.as_deref());
-        self.enqueue(Job::Alert(msg));
+        let additional = self.additional.as_deref();
+        let (content_type, body) = if self.structured && self.sink == Sink::Raw {
+            let now = jiff::Timestamp::now();
+            let now = jiff::Timestamp::from_second(now.as_second()).unwrap_or(now).to_string();
+            (
+                "application/json",
+                payload::structured(resource, resource_type, workload, kind, namespace, additional, &now),
+            )
+        } else {
+            payload::body(self.sink, &payload::message(resource, resource_type, workload, kind, namespace, additional))
+        };
+        self.enqueue(Job::Alert(content_type, body));
     }
 
     /// Queues upstream's `--webhook-url` POST (sent instead of reloading).

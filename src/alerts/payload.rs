@@ -81,6 +81,33 @@ pub fn body(sink: Sink, message: &str) -> (&'static str, String) {
     }
 }
 
+/// upstream v2's `--alert-structured` raw body: one JSON object per reload (no markdown).
+pub fn structured(
+    resource: &str,
+    resource_type: &str,
+    workload: &str,
+    kind: &str,
+    namespace: &str,
+    additional: Option<&str>,
+    timestamp: &str,
+) -> String {
+    let resource_kind = match resource_type {
+        "CONFIGMAP" => "ConfigMap",
+        "SECRET" => "Secret",
+        _ => "SecretProviderClass",
+    };
+    let mut body = json!({
+        "event": "reload",
+        "workloadKind": kind, "workloadName": workload, "workloadNamespace": namespace,
+        "resourceKind": resource_kind, "resourceName": resource, "resourceNamespace": namespace,
+        "timestamp": timestamp,
+    });
+    if let Some(info) = additional {
+        body["additional"] = json!(info);
+    }
+    body.to_string()
+}
+
 /// upstream v1's `--webhook-url` body, sent instead of reloading.
 pub const WEBHOOK_BODY: &str = r#"{"webhook":"update successful"}"#;
 
@@ -89,6 +116,17 @@ mod tests {
     use super::*;
 
     const MSG: &str = "Reloader detected changes in *cfg* of type *CONFIGMAP* in namespace *ns*. Hence reloaded *web* of type *Deployment* in namespace *ns*";
+
+    #[test]
+    fn structured_raw_alerts_carry_v2s_fields() {
+        let body = structured("db", "SECRET", "web", "Deployment", "ns", Some("prod"), "2026-12-02T10:00:00Z");
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&body).expect("json"),
+            json!({"event": "reload", "workloadKind": "Deployment", "workloadName": "web", "workloadNamespace": "ns",
+                   "resourceKind": "Secret", "resourceName": "db", "resourceNamespace": "ns",
+                   "timestamp": "2026-12-02T10:00:00Z", "additional": "prod"})
+        );
+    }
 
     #[test]
     fn message_and_additional_info_match_upstream() {

@@ -26,9 +26,16 @@ pub struct AlertArgs {
     /// Prefix for alert messages (`"<info> : <message>"`), also when set but empty, as upstream.
     #[arg(long, env = "ALERT_ADDITIONAL_INFO")]
     pub alert_additional_info: Option<String>,
-    /// HTTP proxy for alerts (`ALERT_WEBHOOK_PROXY` is upstream v1's name).
-    #[arg(long, env = "ALERT_WEBHOOK_PROXY", default_value = "")]
+    /// HTTP proxy for alerts (`ALERT_PROXY`, upstream v2; `ALERT_WEBHOOK_PROXY`, upstream v1, is read too).
+    #[arg(long, env = "ALERT_PROXY", default_value = "")]
     pub alert_proxy: String,
+    /// upstream v1's name of the proxy env var.
+    #[arg(long = "alert-webhook-proxy", env = "ALERT_WEBHOOK_PROXY", default_value = "", hide = true)]
+    pub alert_webhook_proxy: String,
+    /// With a raw sink, send each alert as one JSON object instead of text (upstream v2).
+    #[arg(long, env = "ALERT_STRUCTURED", value_parser = parse_bool, num_args = 0..=1, require_equals = true,
+          default_value = "false", default_missing_value = "true", action = ArgAction::Set)]
+    pub alert_structured: bool,
 }
 
 impl AlertArgs {
@@ -46,8 +53,14 @@ impl AlertArgs {
             url: url.to_owned(),
             sink: crate::alerts::Sink::parse(&self.alert_sink),
             additional: self.alert_additional_info.clone(),
-            proxy: Some(self.alert_proxy.clone()).filter(|p| !p.is_empty()),
+            proxy: self.proxy(),
+            structured: self.alert_structured,
         })
+    }
+
+    /// `--alert-proxy`/`ALERT_PROXY`, else upstream v1's `ALERT_WEBHOOK_PROXY`.
+    fn proxy(&self) -> Option<String> {
+        [&self.alert_proxy, &self.alert_webhook_proxy].into_iter().find(|p| !p.is_empty()).cloned()
     }
 
     /// The `--webhook-url` destination, if set.
@@ -57,7 +70,8 @@ impl AlertArgs {
             url: url.to_owned(),
             sink: crate::alerts::Sink::Raw,
             additional: None,
-            proxy: Some(self.alert_proxy.clone()).filter(|p| !p.is_empty()),
+            proxy: self.proxy(),
+            structured: false,
         })
     }
 }
