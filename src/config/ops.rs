@@ -13,10 +13,12 @@ pub struct AlertArgs {
     /// Send a webhook (`{"webhook":"update successful"}`) instead of reloading, for every qualifying change.
     #[arg(long, env = "WEBHOOK_URL", default_value = "")]
     pub webhook_url: String,
-    /// Send an alert after every reload.
-    #[arg(long, env = "ALERT_ON_RELOAD", value_parser = parse_bool, num_args = 0..=1, require_equals = true,
-          default_value = "false", default_missing_value = "true", action = ArgAction::Set)]
-    pub alert_on_reload: bool,
+    /// Send an alert after every reload. Any value other than a boolean leaves alerts off with a warning, as
+    /// upstream treats it (v1 compares with "true", v2's viper reads it as false): `ALERT_ON_RELOAD=on` must not
+    /// stop the controller from starting.
+    #[arg(long, env = "ALERT_ON_RELOAD", num_args = 0..=1, require_equals = true, default_value = "false",
+          default_missing_value = "true", action = ArgAction::Set)]
+    pub alert_on_reload: String,
     /// `slack`, `teams`, `gchat`, or anything else for a plain-text webhook.
     #[arg(long, env = "ALERT_SINK", default_value = "")]
     pub alert_sink: String,
@@ -42,8 +44,13 @@ impl AlertArgs {
     /// The alert destination when alerting is on and a URL is set.
     pub fn alerts(&self) -> Option<crate::alerts::AlertConfig> {
         let url = self.alert_webhook_url.trim();
-        if !self.alert_on_reload {
-            return None;
+        match parse_bool(&self.alert_on_reload) {
+            Ok(true) => {}
+            Ok(false) => return None,
+            Err(_) => {
+                tracing::warn!(value = %self.alert_on_reload, "ALERT_ON_RELOAD is not true or false: alerts stay off (as upstream)");
+                return None;
+            }
         }
         if url.is_empty() {
             tracing::warn!("ALERT_WEBHOOK_URL env variable not provided");

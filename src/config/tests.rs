@@ -161,3 +161,11 @@ fn sync_after_restart_acts_only_with_reload_on_create_as_upstream() {
     let both = parse(&["--sync-after-restart", "--reload-on-create=true"]).expect("parse");
     assert!(crate::controller::Settings::from_args(&both).expect("valid").sync_after_restart);
 }
+
+#[test]
+fn alert_on_reload_tolerates_upstreams_non_boolean_values() {
+    let off = parse(&["--alert-on-reload=on", "--alert-webhook-url=http://x"]).expect("accepted, as upstream");
+    assert!(off.alerts.alerts().is_none(), "not \"true\": alerts stay off, as upstream");
+    let on = parse(&["--alert-on-reload", "--alert-webhook-url=http://x"]).expect("bare");
+    assert!(on.alerts.alerts().is_some());
+}
