@@ -118,3 +118,74 @@ fn ha_without_pod_name_fails_with_upstreams_message() {
         String::from_utf8_lossy(&out.stderr).contains("POD_NAME not set, cannot run in HA mode without POD_NAME set")
     );
 }
+
+/// The time at the start of a text log line (`2026-12-03T00:22:31.416101Z  WARN …`).
+fn logged_at(line: &str) -> jiff::Timestamp {
+    let stamp = line.split_whitespace().next().unwrap_or_default();
+    stamp.parse().unwrap_or_else(|e| panic!("no timestamp in {line:?}: {e}"))
+}
+
+#[tokio::test]
+async fn a_leader_that_cannot_renew_steps_down_before_anyone_else_can_lead() {
+    use k8s_openapi::api::{
+        core::v1::ServiceAccount,
+        rbac::v1::{Role, RoleBinding},
+    };
+    use kube::api::{Patch, PatchParams, PostParams};
+
+    let ns = TestNamespace::create("ha-renew").await;
+    let pp = PostParams::default();
+    let sa: ServiceAccount = serde_json::from_value(json!({"metadata": {"name": "leader"}})).expect("sa");
+    ns.api::<ServiceAccount>().create(&pp, &sa).await.expect("create sa");
+    let watch = ["get", "list", "watch", "patch"];
+    let rules = |leases: bool| {
+        let mut rules = vec![
+            json!({"apiGroups": [""], "resources": ["configmaps", "secrets"], "verbs": ["list", "watch"]}),
+            json!({"apiGroups": ["apps"], "resources": ["deployments", "statefulsets", "daemonsets"], "verbs": watch}),
+            json!({"apiGroups": ["batch"], "resources": ["cronjobs", "jobs"], "verbs": watch}),
+        ];
+        if leases {
+            rules.push(json!({"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "create", "update"]}));
+        }
+        rules
+    };
+    let role: Role =
+        serde_json::from_value(json!({"metadata": {"name": "leader"}, "rules": rules(true)})).expect("role");
+    ns.api::<Role>().create(&pp, &role).await.expect("create role");
+    let binding: RoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": "leader"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "leader"},
+        "subjects": [{"kind": "ServiceAccount", "name": "leader", "namespace": ns.name}]
+    }))
+    .expect("binding");
+    ns.api::<RoleBinding>().create(&pp, &binding).await.expect("create binding");
+    let kubeconfig = common::chart::service_account_kubeconfig(&ns.client, &ns.name, "leader").await;
+    let kubeconfig = kubeconfig.to_string_lossy().into_owned();
+
+    let args = [
+        "--enable-ha",
+        "--leader-election-lease-duration=6s",
+        "--leader-election-renew-deadline=4s",
+        "--leader-election-retry-period=1s",
+    ];
+    let first = Reloader::start_with_env(
+        &ns.name,
+        &args,
+        &[("POD_NAME", "first"), ("POD_NAMESPACE", &ns.name), ("KUBECONFIG", &kubeconfig)],
+    )
+    .await;
+    first.wait_log("became leader").await;
+    let second =
+        Reloader::start_with_env(&ns.name, &args, &[("POD_NAME", "second"), ("POD_NAMESPACE", &ns.name)]).await;
+
+    // The leader can no longer renew (as when the API server stops answering it).
+    let revoke = json!({"rules": rules(false)});
+    ns.api::<Role>().patch("leader", &PatchParams::default(), &Patch::Merge(&revoke)).await.expect("revoke");
+    let stepped_down = first.wait_log("stepping down").await;
+    let took_over = second.wait_log("became leader").await;
+    assert!(
+        logged_at(&stepped_down) < logged_at(&took_over),
+        "the old leader stopped only after the new one started:\n{stepped_down}\n{took_over}"
+    );
+    assert_eq!(holder(&ns).await.as_deref(), Some("second"));
+}
