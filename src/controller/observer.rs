@@ -209,8 +209,18 @@ impl Observer {
                     ConfigUpdate::Created => baseline == Baseline::Stale,
                     ConfigUpdate::MetadataOnly | ConfigUpdate::Unchanged => false,
                 };
+                // Not a change upstream reacts to, but one that can change what a plan decides: a resource
+                // (re)created under a name a workload has a record of, or its `ignore`/`match` flipped. Reconcile
+                // now, so whatever follows happens now or never — not at the next restart or relist.
+                let reconcile = match update {
+                    ConfigUpdate::Created => self.listed.get(stream).copied().unwrap_or(false),
+                    ConfigUpdate::MetadataOnly => true,
+                    ConfigUpdate::Changed { .. } | ConfigUpdate::Unchanged => false,
+                };
                 if trigger && self.synced {
                     self.trigger(&index, &key, now);
+                } else if reconcile && self.synced && self.ctx.webhook.is_none() {
+                    self.trigger_known(&index, &key, now);
                 }
             }
             Observed::ConfigDeleted(key) => {

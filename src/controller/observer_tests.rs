@@ -199,3 +199,28 @@ async fn a_resource_stream_that_has_not_listed_keeps_the_records_of_its_kind() {
     let plan = ctx.index().plan(&key, DecisionSettings::default(), ReloadStrategy::EnvVars);
     assert_eq!(plan, crate::index::WorkloadPlan::default(), "nothing to write: the ConfigMap record stays");
 }
+
+#[tokio::test]
+async fn a_recreated_resource_or_a_flipped_ignore_is_reconciled_at_once_not_at_the_next_restart() {
+    let ctx = context();
+    let infos = vec![
+        StreamInfo { source: Source::Config(ConfigKind::ConfigMap), namespace: None },
+        StreamInfo { source: Source::Workload(WorkloadKind::Deployment), namespace: None },
+    ];
+    let mut o = Observer::new(ctx.clone(), infos);
+    for ev in [Observed::ListStarted(0), Observed::ListStarted(1), config("cfg", "v1", true), workload("web", true)] {
+        o.apply(ev);
+    }
+    o.apply(Observed::ListDone(0));
+    o.apply(Observed::ListDone(1));
+    drain(&ctx).await;
+    let key = ConfigKey { kind: ConfigKind::ConfigMap, namespace: "ns".into(), name: "cfg".into() };
+    o.apply(Observed::ConfigDeleted(key.clone()));
+    assert!(drain(&ctx).await.is_empty(), "a deletion alone reloads nothing (no --reload-on-delete)");
+    o.apply(config("cfg", "v2", false));
+    assert_eq!(drain(&ctx).await, ["web"], "re-created: its workloads are looked at now");
+    let Observed::Config { stream, key, mut facts, listed } = config("cfg", "v2", false) else { unreachable!() };
+    facts.ignored = true;
+    o.apply(Observed::Config { stream, key, facts, listed });
+    assert_eq!(drain(&ctx).await, ["web"], "ignore flipped: looked at now");
+}
