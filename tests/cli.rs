@@ -89,3 +89,20 @@ fn scoping_flags_are_validated_at_startup_with_upstreams_messages() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--coalesce-window"), "{err}");
 }
+
+#[tokio::test]
+async fn an_upstream_command_line_starts_and_serves_on_ipv6_and_ipv4() {
+    let ns = TestNamespace::create("upstream-cli").await;
+    // Values after a space and a stray argument (valid for upstream's cobra), Go's `:port` listen address.
+    let args = ["--metrics-addr=:0", "--reload-on-create", "true", "--reload-on-delete", "true", "leftover"];
+    let reloader = Reloader::start(&ns.name, &args).await;
+    let ignored = reloader.wait_log("ignoring positional arguments").await;
+    assert!(ignored.contains("leftover"), "{ignored}");
+    let serving = reloader.wait_log("serving /metrics").await;
+    let port = serving.rsplit("]:").next().and_then(|p| p.split_whitespace().next()).unwrap_or_default();
+    assert!(serving.contains("[::]:") && port.parse::<u16>().is_ok(), "{serving}");
+    for host in ["127.0.0.1", "[::1]"] {
+        let (status, body) = http_get(&format!("http://{host}:{port}"), "/healthz").await;
+        assert_eq!((status, body.as_str()), (200, "ok"), "{host}");
+    }
+}

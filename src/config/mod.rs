@@ -71,9 +71,11 @@ pub(crate) fn parse_duration(value: &str) -> Result<Duration, String> {
 
 /// All flags.
 #[derive(Parser, Debug, Clone)]
+// A flag given twice takes its last value, as pflag does (upstream's manifests and wrappers append flags).
 #[command(
     name = "reloader",
     version,
+    args_override_self = true,
     about = "Rolls out workloads when the ConfigMaps and Secrets they use change (Stakater Reloader compatible)"
 )]
 pub struct Args {

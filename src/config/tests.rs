@@ -169,3 +169,11 @@ fn alert_on_reload_tolerates_upstreams_non_boolean_values() {
     let on = parse(&["--alert-on-reload", "--alert-webhook-url=http://x"]).expect("bare");
     assert!(on.alerts.alerts().is_some());
 }
+
+#[test]
+fn a_repeated_flag_takes_its_last_value_and_lists_still_accumulate() {
+    let a = parse(&["--reload-strategy=annotations", "--reload-strategy=env-vars", "--namespaces=a", "--namespaces=b"])
+        .expect("repeated flags, as pflag accepts");
+    assert_eq!(a.reload_strategy, ReloadStrategy::EnvVars);
+    assert_eq!(a.namespaces, ["a", "b"]);
+}
