@@ -48,7 +48,7 @@ pub(super) struct Observer {
 enum Lane {
     /// A change of the workload itself: at once.
     Change,
-    /// A change of a resource it uses: after the coalescing window.
+    /// A change of a resource it uses: once changes have been quiet (`--coalesce-quiet`, capped by the window).
     CoalescedChange,
     /// The full reconcile after a (re)list: behind every change (queue.rs, background lane).
     Reconcile,
@@ -134,7 +134,10 @@ impl Observer {
         m.queue_adds.inc();
         match lane {
             Lane::Change => self.ctx.queue.add(key, at),
-            Lane::CoalescedChange => self.ctx.queue.add_after(key, at, self.ctx.settings.coalesce_window),
+            Lane::CoalescedChange => {
+                let s = &self.ctx.settings;
+                self.ctx.queue.add_coalesced(key, at, s.coalesce_quiet, s.coalesce_window)
+            }
             Lane::Reconcile => self.ctx.queue.add_background(key, at),
         }
         m.queue_depth.set(i64::try_from(self.ctx.queue.len()).unwrap_or(i64::MAX));

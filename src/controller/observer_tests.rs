@@ -35,6 +35,7 @@ fn context() -> Arc<Context> {
         reload_on_delete: false,
         sync_after_restart: false,
         coalesce_window: Duration::ZERO,
+        coalesce_quiet: Duration::ZERO,
         alerts: None,
         webhook: None,
         keys: Arc::new(AnnotationKeys::default()),

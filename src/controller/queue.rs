@@ -25,10 +25,20 @@ struct State<K> {
     /// they are background work.
     waiting: HashMap<K, (Instant, bool)>,
     in_flight: HashSet<K>,
-    /// Keys whose delayed add is pending, with their first trigger time.
-    delayed: HashMap<K, Instant>,
+    /// Keys whose delayed add is pending.
+    delayed: HashMap<K, Delayed>,
     failures: HashMap<K, u32>,
     closed: bool,
+}
+
+/// A pending delayed add.
+struct Delayed {
+    /// First trigger time (for latency).
+    first: Instant,
+    /// When it is due now (moves with each trigger, never past `cap`).
+    due: tokio::time::Instant,
+    /// The latest it may be due.
+    cap: tokio::time::Instant,
 }
 
 impl<K: Eq + Hash> State<K> {
@@ -48,9 +58,9 @@ impl<K: Eq + Hash> State<K> {
 /// looked at again after a day re-derives its state and waits again, and no `Instant` arithmetic overflows.
 pub const MAX_DELAY: Duration = Duration::from_secs(24 * 3600);
 
-/// When a delay of `delay` (at most [`MAX_DELAY`]) from now ends.
-fn deadline_after(delay: Duration) -> tokio::time::Instant {
-    tokio::time::Instant::now() + delay.min(MAX_DELAY)
+/// When a delay of `delay` (at most [`MAX_DELAY`]) from `now` ends.
+fn deadline_after(now: tokio::time::Instant, delay: Duration) -> tokio::time::Instant {
+    now + delay.min(MAX_DELAY)
 }
 
 /// The queue. Cheap to clone.
@@ -134,12 +144,20 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
         }
     }
 
-    /// Adds `key` after `delay` (coalescing): triggers that arrive meanwhile join the same run. The window
-    /// starts at the first trigger and is not extended, so a constantly changing resource cannot starve it.
+    /// Adds `key` after exactly `delay` (a timer, e.g. a pause ending): triggers that arrive meanwhile join it.
     pub fn add_after(&self, key: K, at: Instant, delay: Duration) {
-        if delay.is_zero() {
+        self.add_coalesced(key, at, delay, delay);
+    }
+
+    /// Adds `key` once triggers for it have stopped for `quiet`, at most `cap` after the first (coalescing):
+    /// `kubectl apply -f dir/` or a Helm upgrade changing several resources of one workload (writes milliseconds
+    /// apart) becomes one run, a single change waits only `quiet`, and a resource that changes constantly
+    /// cannot starve its workloads past `cap`.
+    pub fn add_coalesced(&self, key: K, at: Instant, quiet: Duration, cap: Duration) {
+        if cap.is_zero() {
             return self.add(key, at);
         }
+        let now = tokio::time::Instant::now();
         {
             let mut s = self.lock();
             // A key waiting in the first lane is served soon anyway; one waiting as background work is not: its
@@ -147,17 +165,24 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
             if s.closed || s.waiting.get(&key).is_some_and(|&(_, background)| !background) {
                 return;
             }
-            if let Some(t) = s.delayed.get_mut(&key) {
-                *t = (*t).min(at);
+            if let Some(d) = s.delayed.get_mut(&key) {
+                d.first = d.first.min(at);
+                d.due = deadline_after(now, quiet).min(d.cap);
                 return;
             }
-            s.delayed.insert(key.clone(), at);
+            let cap = deadline_after(now, cap);
+            s.delayed.insert(key.clone(), Delayed { first: at, due: deadline_after(now, quiet).min(cap), cap });
         }
         let queue = self.clone();
-        let deadline = deadline_after(delay);
         tokio::spawn(async move {
-            tokio::time::sleep_until(deadline).await;
-            let first = queue.lock().delayed.remove(&key);
+            loop {
+                let due = queue.lock().delayed.get(&key).map(|d| d.due);
+                match due {
+                    Some(due) if due > tokio::time::Instant::now() => tokio::time::sleep_until(due).await,
+                    _ => break,
+                }
+            }
+            let first = queue.lock().delayed.remove(&key).map(|d| d.first);
             queue.add(key, first.unwrap_or(at));
         });
     }
@@ -202,7 +227,7 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
         self.finish(s, key);
         let queue = self.clone();
         let key = key.clone();
-        let deadline = deadline_after(delay);
+        let deadline = deadline_after(tokio::time::Instant::now(), delay);
         tokio::spawn(async move {
             tokio::time::sleep_until(deadline).await;
             queue.add(key, first_trigger);

@@ -168,3 +168,31 @@ async fn absurd_delays_wait_at_most_a_day_and_never_overflow() {
     tokio::time::sleep(MAX_DELAY + Duration::from_millis(1)).await;
     assert_eq!(q.next().await.map(|(k, _)| k), Some("paused-for-centuries"));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_coalesced_change_waits_for_quiet_never_past_the_cap() {
+    let (quiet, cap) = (Duration::from_millis(200), Duration::from_secs(1));
+    let q = queue();
+    let t0 = Instant::now();
+    // A single change waits only the quiet period.
+    q.add_coalesced("single", t0, quiet, cap);
+    tokio::time::sleep(Duration::from_millis(190)).await;
+    assert!(q.is_empty());
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert_eq!(q.next().await, Some(("single", t0)));
+    // `kubectl apply -f dir/`: writes 100 ms apart join one run, due 200 ms after the last.
+    for _ in 0..3 {
+        q.add_coalesced("apply", t0, quiet, cap);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(q.is_empty(), "still within the quiet period of the last write");
+    tokio::time::sleep(Duration::from_millis(110)).await;
+    assert_eq!(q.next().await.map(|(k, _)| k), Some("apply"));
+    // A resource changing every 100 ms forever: served at the cap.
+    let start = tokio::time::Instant::now();
+    while q.is_empty() {
+        q.add_coalesced("busy", t0, quiet, cap);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(start.elapsed() >= cap && start.elapsed() < cap + Duration::from_millis(150), "{:?}", start.elapsed());
+}

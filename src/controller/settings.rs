@@ -33,8 +33,10 @@ pub struct Settings {
     pub optional: Vec<OptionalKind>,
     /// How often missing optional APIs are looked for.
     pub discovery_interval: Duration,
-    /// `--coalesce-window`.
+    /// `--coalesce-window`: the longest a change waits for others.
     pub coalesce_window: Duration,
+    /// `--coalesce-quiet`: a change waits until none has arrived for this long.
+    pub coalesce_quiet: Duration,
     /// Annotation keys.
     pub keys: Arc<AnnotationKeys>,
     /// `--reload-strategy`.
@@ -118,6 +120,7 @@ impl Settings {
             // create events); alone it does nothing there, so a migrating user must not get a mass rollout here.
             sync_after_restart: args.sync_after_restart && args.reload_on_create,
             coalesce_window: args.coalesce_window,
+            coalesce_quiet: args.coalesce_quiet,
             alerts: args.alerts.alerts(),
             webhook: args.alerts.webhook(),
             keys: Arc::new(args.annotations.keys()),
