@@ -160,8 +160,10 @@ async fn reconcile(ctx: &Context, key: &WorkloadKey, triggered: Instant) -> Resu
     let kind = key.kind.to_string();
     let mut result = workload::write(&ctx.client, key, &write).await;
     if let Err(kube::Error::Api(status)) = &result
-        && matches!(status.code, 403 | 422)
         && write.applied_hashes.is_some()
+        // A record-only write refused as invalid stays an error (reported once, then left until something
+        // changes); without the permission to patch, the kind is recorded as such below.
+        && (status.code == 403 || (status.code == 422 && !plan.reloads.is_empty()))
     {
         // The record never blocks the reload: annotations at their 256 KiB limit (a large
         // `last-applied-configuration`: 422), or no `patch` on the kind (upstream v1's RBAC on CronJobs and
