@@ -49,6 +49,7 @@ pub struct ControlPlane {
     pub log_dir: PathBuf,
     /// The binaries in use.
     pub bin_dir: PathBuf,
+    etcd_url: String,
 }
 
 /// Label and annotation that mark the fake nodes KWOK manages.
@@ -81,7 +82,9 @@ impl ControlPlane {
         let admin = ca.client_cert("admin", &["system:masters"])?;
         crate::kubeconfig::write(&kubeconfig, &server, &ca.ca_pem(), "admin", &admin)?;
 
-        let mut cp = Self { components: Vec::new(), ca, kubeconfig, server, log_dir, bin_dir: opts.bin_dir.clone() };
+        let etcd_url = format!("http://127.0.0.1:{etcd_port}");
+        let mut cp =
+            Self { components: Vec::new(), ca, kubeconfig, server, log_dir, bin_dir: opts.bin_dir.clone(), etcd_url };
         let result = cp.boot(opts, &pki, state, etcd_port, peer_port).await;
         if let Err(e) = result {
             let logs = cp.log_tails(40);
@@ -102,7 +105,7 @@ impl ControlPlane {
     ) -> Result<(), Error> {
         let bin = &opts.bin_dir;
         let deadline = Instant::now() + opts.ready_timeout;
-        let etcd_url = format!("http://127.0.0.1:{etcd_port}");
+        let etcd_url = self.etcd_url.clone();
         let peer_url = format!("http://127.0.0.1:{peer_port}");
         self.spawn(
             "etcd",
@@ -316,6 +319,24 @@ impl ControlPlane {
             out.push('\n');
         }
         out
+    }
+
+    /// etcd's client URL (`http://127.0.0.1:<port>`, plain HTTP): its v3 JSON gateway serves `/v3/kv/…`.
+    pub fn etcd_url(&self) -> &str {
+        &self.etcd_url
+    }
+
+    /// Kills component `name` (`kube-apiserver`, …) and starts it again with the same flags; for the API
+    /// server, waits until `/readyz` answers `ok` again (within `timeout`). The log is appended to, not replaced.
+    pub async fn restart(&mut self, name: &str, timeout: Duration) -> Result<(), Error> {
+        let component = self.components.iter_mut().find(|c| c.name == name);
+        let component = component.ok_or_else(|| Error::UnknownComponent(name.to_owned()))?;
+        component.restart().await?;
+        if name == "kube-apiserver" {
+            let client = self.client().await?;
+            self.wait_ready(&client, Instant::now() + timeout).await?;
+        }
+        Ok(())
     }
 
     /// Process ids of the running components.

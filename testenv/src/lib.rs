@@ -51,6 +51,9 @@ pub enum Error {
     /// JSON (de)serialization failed.
     #[error("json: {0}")]
     Json(#[source] serde_json::Error),
+    /// No component of that name runs in this control plane.
+    #[error("no control-plane component named {0}")]
+    UnknownComponent(String),
 }
 
 /// Installs the process-wide rustls crypto provider (ring, like kube's default) once; later calls are no-ops.

@@ -20,6 +20,8 @@ pub struct Component {
     /// Its log file.
     pub log: PathBuf,
     child: Child,
+    program: PathBuf,
+    args: Vec<String>,
 }
 
 impl Component {
@@ -27,17 +29,20 @@ impl Component {
     pub fn spawn(name: &'static str, program: &Path, args: &[String], log_dir: &Path) -> Result<Self, Error> {
         let log = log_dir.join(format!("{name}.log"));
         let file = std::fs::File::create(&log).map_err(|source| Error::Io { path: log.clone(), source })?;
-        let err = file.try_clone().map_err(|source| Error::Io { path: log.clone(), source })?;
-        let mut cmd = if Path::new(SETPRIV).exists() {
-            let mut c = Command::new(SETPRIV);
-            c.arg("--pdeathsig").arg("SIGKILL").arg("--").arg(program);
-            c
-        } else {
-            Command::new(program)
-        };
-        cmd.args(args).stdin(Stdio::null()).stdout(file).stderr(err).kill_on_drop(true);
-        let child = cmd.spawn().map_err(|source| Error::Spawn { program: program.to_owned(), source })?;
-        Ok(Self { name, log, child })
+        let child = start(program, args, &file, &log)?;
+        Ok(Self { name, log, child, program: program.to_owned(), args: args.to_vec() })
+    }
+
+    /// Kills the process and starts it again with the same command line, its output appended to the same log
+    /// (chaos runs restart the API server this way).
+    pub async fn restart(&mut self) -> Result<(), Error> {
+        self.kill().await;
+        let file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&self.log)
+            .map_err(|source| Error::Io { path: self.log.clone(), source })?;
+        self.child = start(&self.program, &self.args, &file, &self.log)?;
+        Ok(())
     }
 
     /// The process id, if still running.
@@ -57,6 +62,21 @@ impl Component {
 }
 
 const SETPRIV: &str = "/usr/bin/setpriv";
+
+/// Starts `program args…` with stdout and stderr going to `file` (`log` names it in errors).
+fn start(program: &Path, args: &[String], file: &std::fs::File, log: &Path) -> Result<Child, Error> {
+    let err = file.try_clone().map_err(|source| Error::Io { path: log.to_owned(), source })?;
+    let out = file.try_clone().map_err(|source| Error::Io { path: log.to_owned(), source })?;
+    let mut cmd = if Path::new(SETPRIV).exists() {
+        let mut c = Command::new(SETPRIV);
+        c.arg("--pdeathsig").arg("SIGKILL").arg("--").arg(program);
+        c
+    } else {
+        Command::new(program)
+    };
+    cmd.args(args).stdin(Stdio::null()).stdout(out).stderr(err).kill_on_drop(true);
+    cmd.spawn().map_err(|source| Error::Spawn { program: program.to_owned(), source })
+}
 
 /// The last `lines` lines of a log file, for failure reports.
 pub fn tail(path: &Path, lines: usize) -> String {
