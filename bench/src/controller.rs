@@ -130,6 +130,12 @@ impl Running {
         self.samples.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
+    /// Kills the process at once (SIGKILL, as a crash or an OOM kill would) and reaps it.
+    pub async fn kill(mut self) {
+        let _ = self.child.kill().await;
+        self.sampler.abort();
+    }
+
     /// Stops the process like a pod deletion does (SIGTERM, SIGKILL after 10 s) and returns its samples.
     pub async fn stop(mut self) -> Vec<Sample> {
         let _ = self.sample_now();

@@ -31,6 +31,20 @@ pub struct LocalPlane {
     pub rollouts: bool,
 }
 
+/// Runs the components that only react to rollouts (kube-controller-manager creating ReplicaSets and pods,
+/// kube-scheduler, KWOK) at nice 10: on a 2-core machine their work after each reload otherwise competes with
+/// the API server and the controller under test for the same cores.
+pub fn renice_reactors(plane: &ControlPlane) {
+    for (name, pid) in plane.pids().into_iter().filter(|(n, _)| REACTORS.contains(n)) {
+        let ok = std::process::Command::new("renice")
+            .args(["-n", "10", "-p", &pid.to_string()])
+            .stdout(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        tracing::info!(component = name, pid, ok, "renice -n 10");
+    }
+}
+
 /// The cluster and how the controller reaches it.
 pub struct BenchEnv {
     /// Admin client for the bench's own requests.
@@ -83,14 +97,7 @@ impl BenchEnv {
         plane.write_user_kubeconfig(&controller_kubeconfig, CONTROLLER_USER, &["system:masters"])?;
         let client = plane.client().await?;
         if local.renice_reactors {
-            for (name, pid) in plane.pids().into_iter().filter(|(n, _)| REACTORS.contains(n)) {
-                let ok = std::process::Command::new("renice")
-                    .args(["-n", "10", "-p", &pid.to_string()])
-                    .stdout(std::process::Stdio::null())
-                    .status()
-                    .is_ok_and(|s| s.success());
-                tracing::info!(component = name, pid, ok, "renice -n 10");
-            }
+            renice_reactors(&plane);
         }
         Ok(Self {
             client,

@@ -11,6 +11,7 @@ use std::{path::PathBuf, process::ExitCode, time::Duration};
 
 use anyhow::Context as _;
 use bench::{
+    cli::{parse_duration, workspace_target},
     controller::ControllerSpec,
     env::{BenchEnv, LocalPlane},
     report::{self, Report, ScenarioResult},
@@ -72,20 +73,6 @@ struct Args {
     no_rollouts: bool,
 }
 
-/// Parses `10s`, `500ms`, `2m` or a plain number of seconds.
-fn parse_duration(text: &str) -> Result<Duration, String> {
-    let t = text.trim();
-    let (num, unit) = t.find(|c: char| !c.is_ascii_digit() && c != '.').map_or((t, "s"), |i| t.split_at(i));
-    let n: f64 = num.parse().map_err(|_| format!("not a duration: {text}"))?;
-    let secs = match unit {
-        "ms" => n / 1000.0,
-        "s" => n,
-        "m" => n * 60.0,
-        _ => return Err(format!("unknown unit in {text} (use ms, s or m)")),
-    };
-    Duration::try_from_secs_f64(secs).map_err(|e| format!("{text}: {e}"))
-}
-
 fn main() -> ExitCode {
     let Some(rt) = testenv::tool_runtime("bench") else { return ExitCode::FAILURE };
     match rt.block_on(main_async(Args::parse())) {
@@ -96,14 +83,6 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// `<workspace>/target`, or `CARGO_TARGET_DIR`.
-fn workspace_target() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| {
-        let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-        crate_dir.parent().map(|root| root.join("target")).unwrap_or(crate_dir)
-    })
 }
 
 async fn main_async(args: Args) -> anyhow::Result<bool> {
@@ -199,19 +178,4 @@ fn write_outputs(out: &std::path::Path, report: &Report, id: ScenarioId) -> anyh
         write(&format!("latency-{name}.svg"), report::svg::latency_cdf(&format!("{name}: {}", first.title), &series))?;
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations_parse_with_units() {
-        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
-        assert!(parse_duration("3h").is_err());
-        assert!(parse_duration("abc").is_err());
-    }
 }
