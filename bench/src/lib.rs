@@ -10,7 +10,12 @@
 //! - [`measure::procfs`]: CPU seconds and RSS of the child from `/proc`;
 //! - [`measure::audit`]: API requests by verb from the API server's audit log;
 //! - [`report`]: markdown, JSON and SVG output and ours/baseline ratios.
+//!
+//! [`chaos`] (the `chaos` binary, `make chaos`) reuses the objects, the update driver and the controller process
+//! handling to inject faults while updates run, and checks that no reload is missed or duplicated.
 
+pub mod chaos;
+pub mod cli;
 pub mod controller;
 pub mod env;
 pub mod measure;
