@@ -53,6 +53,7 @@ pub mod logging;
 pub mod metainfo;
 pub mod metrics;
 pub mod pause;
+pub mod ratelimit;
 pub mod references;
 pub mod resource;
 pub mod selector;

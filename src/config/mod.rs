@@ -146,6 +146,15 @@ pub struct Args {
     #[arg(long, env = "RELOADER_COALESCE_WINDOW", default_value = "1s", value_parser = parse_duration)]
     pub coalesce_window: Duration,
 
+    /// Workload writes per second (reloads and records), after a burst; 0 disables the limit. Spreads a fan-out
+    /// to thousands of workloads instead of flooding the API server.
+    #[arg(long, env = "KUBE_API_QPS", default_value_t = 50.0)]
+    pub kube_api_qps: f64,
+
+    /// Writes allowed at once before `--kube-api-qps` applies.
+    #[arg(long, env = "KUBE_API_BURST", default_value_t = 100)]
+    pub kube_api_burst: u32,
+
     /// A workload's rollout waits until no further change concerning it has arrived for this long (never past
     /// `--coalesce-window`). 200ms covers `kubectl apply -f dir/` (writes 60–110 ms apart, measured on the local
     /// control plane) and Helm upgrades (5–15 ms); raise it for clients far from the API server.

@@ -55,11 +55,20 @@ struct Context {
     webhook: Option<Alerter>,
     /// Kinds the controller may not patch records onto (upstream v1's RBAC: CronJobs, Jobs).
     records_forbidden: Mutex<HashSet<WorkloadKind>>,
+    /// Workload writes per second (`--kube-api-qps`, `--kube-api-burst`).
+    limiter: Option<crate::ratelimit::RateLimiter>,
 }
 
 impl Context {
     fn index(&self) -> MutexGuard<'_, Index> {
         self.index.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Waits for the write rate limit (`--kube-api-qps`), if any.
+    async fn write_slot(&self) {
+        if let Some(limiter) = &self.limiter {
+            limiter.acquire().await;
+        }
     }
 
     fn records_forbidden(&self) -> MutexGuard<'_, HashSet<WorkloadKind>> {
@@ -105,6 +114,7 @@ pub async fn run(
     }
     let index = Mutex::new(Index::default());
     let records_forbidden = Mutex::default();
+    let limiter = crate::ratelimit::RateLimiter::new(settings.write_qps, settings.write_burst);
     let ctx = Arc::new(Context {
         client,
         settings,
@@ -116,6 +126,7 @@ pub async fn run(
         alerts,
         webhook,
         records_forbidden,
+        limiter,
     });
     let workers: Vec<_> =
         (0..ctx.settings.workers.max(1)).map(|_| tokio::spawn(worker(ctx.clone(), leader.clone()))).collect();

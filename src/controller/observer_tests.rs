@@ -44,6 +44,8 @@ fn context() -> Arc<Context> {
         workers: 1,
         max_backoff: Duration::from_secs(1),
         lease_name: "stakater-reloader-lock".into(),
+        write_qps: 0.0,
+        write_burst: 1,
     };
     Arc::new(Context {
         client: kube::Client::new(service, "default"),
@@ -56,6 +58,7 @@ fn context() -> Arc<Context> {
         alerts: None,
         webhook: None,
         records_forbidden: std::sync::Mutex::default(),
+        limiter: None,
     })
 }
 

@@ -218,12 +218,14 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
     }
 
     /// Marks `key` failed: it is re-added after its backoff. Returns the attempt number and the delay.
-    pub fn retry(&self, key: &K, first_trigger: Instant) -> (u32, Duration) {
+    /// `at_least`: the API server's `Retry-After`, when it sent one (429).
+    pub fn retry(&self, key: &K, first_trigger: Instant, at_least: Duration) -> (u32, Duration) {
         let mut s = self.lock();
         let attempts = s.failures.entry(key.clone()).or_insert(0);
         *attempts += 1;
         let attempt = *attempts;
-        let delay = self.base_backoff.saturating_mul(1u32 << attempt.saturating_sub(1).min(16)).min(self.max_backoff);
+        let backoff = self.base_backoff.saturating_mul(1u32 << attempt.saturating_sub(1).min(16)).min(self.max_backoff);
+        let delay = backoff.max(at_least);
         self.finish(s, key);
         let queue = self.clone();
         let key = key.clone();

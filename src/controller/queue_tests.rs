@@ -39,14 +39,14 @@ async fn retries_back_off_exponentially_up_to_the_cap() {
     for _ in 0..4 {
         let (k, at) = q.next().await.expect("a");
         assert_eq!(at, t0, "the first trigger time survives retries");
-        delays.push(q.retry(&k, at).1);
+        delays.push(q.retry(&k, at, Duration::ZERO).1);
     }
     assert_eq!(delays, [10, 20, 40, 40].map(Duration::from_millis));
     let (k, _) = q.next().await.expect("a again");
     q.done(&k);
     q.add("a", t0);
     let (k, at) = q.next().await.expect("a");
-    assert_eq!(q.retry(&k, at).1, Duration::from_millis(10), "success resets the backoff");
+    assert_eq!(q.retry(&k, at, Duration::ZERO).1, Duration::from_millis(10), "success resets the backoff");
 }
 
 #[tokio::test(start_paused = true)]
@@ -195,4 +195,12 @@ async fn a_coalesced_change_waits_for_quiet_never_past_the_cap() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert!(start.elapsed() >= cap && start.elapsed() < cap + Duration::from_millis(150), "{:?}", start.elapsed());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retry_waits_at_least_the_servers_retry_after() {
+    let q = queue();
+    q.add("a", Instant::now());
+    let (k, at) = q.next().await.expect("a");
+    assert_eq!(q.retry(&k, at, Duration::from_secs(3)).1, Duration::from_secs(3), "Retry-After beats the backoff");
 }

@@ -45,6 +45,16 @@ pub enum Error {
 }
 
 impl Error {
+    /// The API server's `Retry-After` (sent with 429 Too Many Requests), zero when none.
+    pub fn retry_after(&self) -> Duration {
+        match self {
+            Self::Patch { source: kube::Error::Api(status), .. } => {
+                Duration::from_secs(status.details.as_ref().map_or(0, |d| u64::from(d.retry_after_seconds)))
+            }
+            _ => Duration::ZERO,
+        }
+    }
+
     /// Conflicts, throttling, server errors and transport failures are retried; other API errors are not.
     pub fn is_transient(&self) -> bool {
         match self {
@@ -99,7 +109,7 @@ pub(super) async fn worker(ctx: Arc<Context>, mut leader: tokio::sync::watch::Re
             Ok(_) => ctx.queue.done(&key),
             Err(e) if e.is_transient() => {
                 m.retries.inc();
-                let (attempt, delay) = ctx.queue.retry(&key, triggered);
+                let (attempt, delay) = ctx.queue.retry(&key, triggered, e.retry_after());
                 warn!(namespace = %key.namespace, workload = %key.name, kind = %key.kind, attempt, ?delay, "reload failed, retrying: {e}");
             }
             Err(e) => {
@@ -158,6 +168,7 @@ async fn reconcile(ctx: &Context, key: &WorkloadKey, triggered: Instant) -> Resu
         restart: restart_strategy,
     };
     let kind = key.kind.to_string();
+    ctx.write_slot().await;
     let mut result = workload::write(&ctx.client, key, &write).await;
     if let Err(kube::Error::Api(status)) = &result
         && write.applied_hashes.is_some()
@@ -173,6 +184,7 @@ async fn reconcile(ctx: &Context, key: &WorkloadKey, triggered: Instant) -> Resu
         result = if plan.reloads.is_empty() {
             Ok(())
         } else {
+            ctx.write_slot().await;
             workload::write(&ctx.client, key, &WorkloadWrite { applied_hashes: None, ..write.clone() }).await
         };
         if code == 403 && result.is_ok() {

@@ -47,6 +47,10 @@ pub struct Settings {
     pub workers: usize,
     /// Retry backoff cap.
     pub max_backoff: Duration,
+    /// Workload writes per second (`--kube-api-qps`; 0: unlimited) and the burst before it applies.
+    pub write_qps: f64,
+    /// `--kube-api-burst`.
+    pub write_burst: u32,
     /// The Lease name (`--leader-election-id`), the `name` label of `leader_election_master_status`.
     pub lease_name: String,
 }
@@ -129,6 +133,8 @@ impl Settings {
             workers: usize::from(args.workers),
             max_backoff: args.max_retry_backoff,
             lease_name: args.leader.leader_election_id.clone(),
+            write_qps: args.kube_api_qps,
+            write_burst: args.kube_api_burst,
         })
     }
 }
