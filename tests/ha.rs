@@ -127,16 +127,10 @@ fn logged_at(line: &str) -> jiff::Timestamp {
 
 #[tokio::test]
 async fn a_leader_that_cannot_renew_steps_down_before_anyone_else_can_lead() {
-    use k8s_openapi::api::{
-        core::v1::ServiceAccount,
-        rbac::v1::{Role, RoleBinding},
-    };
-    use kube::api::{Patch, PatchParams, PostParams};
+    use k8s_openapi::api::rbac::v1::Role;
+    use kube::api::{Patch, PatchParams};
 
     let ns = TestNamespace::create("ha-renew").await;
-    let pp = PostParams::default();
-    let sa: ServiceAccount = serde_json::from_value(json!({"metadata": {"name": "leader"}})).expect("sa");
-    ns.api::<ServiceAccount>().create(&pp, &sa).await.expect("create sa");
     let watch = ["get", "list", "watch", "patch"];
     let rules = |leases: bool| {
         let mut rules = vec![
@@ -149,17 +143,9 @@ async fn a_leader_that_cannot_renew_steps_down_before_anyone_else_can_lead() {
         }
         rules
     };
-    let role: Role =
-        serde_json::from_value(json!({"metadata": {"name": "leader"}, "rules": rules(true)})).expect("role");
-    ns.api::<Role>().create(&pp, &role).await.expect("create role");
-    let binding: RoleBinding = serde_json::from_value(json!({
-        "metadata": {"name": "leader"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "leader"},
-        "subjects": [{"kind": "ServiceAccount", "name": "leader", "namespace": ns.name}]
-    }))
-    .expect("binding");
-    ns.api::<RoleBinding>().create(&pp, &binding).await.expect("create binding");
-    let kubeconfig = common::chart::service_account_kubeconfig(&ns.client, &ns.name, "leader").await;
+    let kubeconfig =
+        common::rbac::service_account_with_rules(&ns, "leader", json!(rules(true)), common::rbac::Scope::Namespace)
+            .await;
     let kubeconfig = kubeconfig.to_string_lossy().into_owned();
 
     let args = [

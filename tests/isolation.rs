@@ -11,42 +11,25 @@
 
 mod common;
 
-use common::{chart::service_account_kubeconfig, custom::DC_CRD, *};
-use k8s_openapi::api::{
-    apps::v1::Deployment,
-    core::v1::ServiceAccount,
-    events::v1::Event,
-    rbac::v1::{Role, RoleBinding},
+use common::{
+    custom::DC_CRD,
+    rbac::{Scope, service_account_with_rules},
+    *,
 };
-use kube::api::PostParams;
+use k8s_openapi::api::{apps::v1::Deployment, events::v1::Event};
 use serde_json::json;
 
 /// A ServiceAccount allowed everything the controller needs in `ns` except `apps.openshift.io`.
 async fn service_account_without_deploymentconfigs(ns: &TestNamespace) -> std::path::PathBuf {
-    let pp = PostParams::default();
-    let sa: ServiceAccount = serde_json::from_value(json!({"metadata": {"name": "reloader"}})).expect("sa");
-    ns.api::<ServiceAccount>().create(&pp, &sa).await.expect("create sa");
     let read = ["get", "list", "watch"];
     let write = ["get", "list", "watch", "patch", "update"];
-    let role: Role = serde_json::from_value(json!({
-        "metadata": {"name": "reloader"},
-        "rules": [
-            {"apiGroups": [""], "resources": ["configmaps", "secrets"], "verbs": read},
-            {"apiGroups": ["apps"], "resources": ["deployments", "statefulsets", "daemonsets"], "verbs": write},
-            {"apiGroups": ["batch"], "resources": ["cronjobs", "jobs"], "verbs": ["get", "list", "watch", "patch", "create", "delete"]},
-            {"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]}
-        ]
-    }))
-    .expect("role");
-    ns.api::<Role>().create(&pp, &role).await.expect("create role");
-    let binding: RoleBinding = serde_json::from_value(json!({
-        "metadata": {"name": "reloader"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reloader"},
-        "subjects": [{"kind": "ServiceAccount", "name": "reloader", "namespace": ns.name}]
-    }))
-    .expect("binding");
-    ns.api::<RoleBinding>().create(&pp, &binding).await.expect("create binding");
-    service_account_kubeconfig(&ns.client, &ns.name, "reloader").await
+    let rules = json!([
+        {"apiGroups": [""], "resources": ["configmaps", "secrets"], "verbs": read},
+        {"apiGroups": ["apps"], "resources": ["deployments", "statefulsets", "daemonsets"], "verbs": write},
+        {"apiGroups": ["batch"], "resources": ["cronjobs", "jobs"], "verbs": ["get", "list", "watch", "patch", "create", "delete"]},
+        {"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]}
+    ]);
+    service_account_with_rules(ns, "reloader", rules, Scope::Namespace).await
 }
 
 #[tokio::test]

@@ -7,17 +7,15 @@
 
 mod common;
 
-use common::{chart::service_account_kubeconfig, *};
+use common::{
+    rbac::{Scope, delete_cluster_role, service_account_with_rules},
+    *,
+};
 use k8s_openapi::api::{
     batch::v1::{CronJob, Job},
-    core::v1::ServiceAccount,
     events::v1::Event,
-    rbac::v1::{ClusterRole, ClusterRoleBinding},
 };
-use kube::{
-    Api, ResourceExt,
-    api::{DeleteParams, PostParams},
-};
+use kube::{ResourceExt, api::PostParams};
 use serde_json::{Value, json};
 
 /// upstream v1.4.21's ClusterRole rules, verbatim from its chart's default render.
@@ -31,39 +29,14 @@ fn upstream_v1_rules() -> Value {
     ])
 }
 
-/// A ServiceAccount in `ns` bound to upstream's ClusterRole; returns its kubeconfig and the role's name.
-async fn upstream_service_account(ns: &TestNamespace) -> (String, String) {
-    let pp = PostParams::default();
-    let sa: ServiceAccount = serde_json::from_value(json!({"metadata": {"name": "reloader-reloader"}})).expect("sa");
-    ns.api::<ServiceAccount>().create(&pp, &sa).await.expect("create sa");
-    let name = format!("upstream-v1-{}", ns.name);
-    let role: ClusterRole =
-        serde_json::from_value(json!({"metadata": {"name": name}, "rules": upstream_v1_rules()})).expect("role");
-    Api::<ClusterRole>::all(ns.client.clone()).create(&pp, &role).await.expect("create role");
-    let binding: ClusterRoleBinding = serde_json::from_value(json!({
-        "metadata": {"name": name},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-        "subjects": [{"kind": "ServiceAccount", "name": "reloader-reloader", "namespace": ns.name}]
-    }))
-    .expect("binding");
-    Api::<ClusterRoleBinding>::all(ns.client.clone()).create(&pp, &binding).await.expect("create binding");
-    let path = service_account_kubeconfig(&ns.client, &ns.name, "reloader-reloader").await;
-    (path.to_string_lossy().into_owned(), name)
-}
-
-async fn delete_cluster_rbac(ns: &TestNamespace, name: &str) {
-    let dp = DeleteParams::default();
-    let _ = Api::<ClusterRoleBinding>::all(ns.client.clone()).delete(name, &dp).await;
-    let _ = Api::<ClusterRole>::all(ns.client.clone()).delete(name, &dp).await;
-}
-
 fn batch_pod(uses: &str) -> Value {
     json!({"restartPolicy": "Never", "containers": [{"name": "main", "image": "x", "envFrom": [{"configMapRef": {"name": uses}}]}]})
 }
 
 async fn every_core_reload_works_with_upstreams_rbac(strategy: &str) {
     let ns = TestNamespace::create(&format!("upstream-rbac-{strategy}")).await;
-    let (kubeconfig, role) = upstream_service_account(&ns).await;
+    let kubeconfig = service_account_with_rules(&ns, "reloader-reloader", upstream_v1_rules(), Scope::Cluster).await;
+    let kubeconfig = kubeconfig.to_string_lossy().into_owned();
     create_configmap(&ns, "cfg", &[("k", "1")], &[("reloader.stakater.com/match", "true")]).await;
     let auto = json!({"reloader.stakater.com/auto": "true"});
     Kind::Deployment.create(&ns, "auto", auto.clone(), json!({}), env_from_configmap("cfg")).await;
@@ -123,7 +96,7 @@ async fn every_core_reload_works_with_upstreams_rbac(strategy: &str) {
     Kind::Deployment.stays_at_revisions(&ns, "auto", 2).await;
     Kind::Deployment.stays_at_revisions(&ns, "late", 2).await;
     drop(reloader);
-    delete_cluster_rbac(&ns, &role).await;
+    delete_cluster_role(&ns, "reloader-reloader").await;
 }
 
 #[tokio::test]

@@ -152,20 +152,27 @@ async fn a_replayed_watch_stream_queues_exactly_what_level_triggering_needs() {
     assert_eq!(drain(&ctx).await, ["api"]);
 }
 
-#[tokio::test]
-async fn a_stream_that_cannot_list_does_not_hold_back_the_others() {
-    let ctx = context();
-    let infos = vec![
+/// An observer over a ConfigMap stream (0), a Deployment stream (1) and `extra` streams, with ConfigMap `cfg`
+/// (v1) and Deployment `web` (using it) listed on the first two.
+fn listed_observer(ctx: &Arc<Context>, extra: &[Source]) -> Observer {
+    let mut infos = vec![
         StreamInfo { source: Source::Config(ConfigKind::ConfigMap), namespace: None },
         StreamInfo { source: Source::Workload(WorkloadKind::Deployment), namespace: None },
-        StreamInfo { source: Source::Workload(WorkloadKind::DeploymentConfig), namespace: None },
     ];
+    infos.extend(extra.iter().map(|&source| StreamInfo { source, namespace: None }));
     let mut o = Observer::new(ctx.clone(), infos);
     for ev in [Observed::ListStarted(0), Observed::ListStarted(1), config("cfg", "v1", true), workload("web", true)] {
         o.apply(ev);
     }
     o.apply(Observed::ListDone(0));
     o.apply(Observed::ListDone(1));
+    o
+}
+
+#[tokio::test]
+async fn a_stream_that_cannot_list_does_not_hold_back_the_others() {
+    let ctx = context();
+    let mut o = listed_observer(&ctx, &[Source::Workload(WorkloadKind::DeploymentConfig)]);
     assert!(ctx.queue.is_empty(), "the DeploymentConfig stream has neither listed nor failed yet");
     // It answers 403 (as without RBAC for apps.openshift.io): the others are acted on at once.
     o.apply(Observed::Error { stream: 2, code: Some(403), message: "forbidden".into() });
@@ -207,16 +214,7 @@ async fn a_resource_stream_that_has_not_listed_keeps_the_records_of_its_kind() {
 #[tokio::test]
 async fn a_recreated_resource_or_a_flipped_ignore_is_reconciled_at_once_not_at_the_next_restart() {
     let ctx = context();
-    let infos = vec![
-        StreamInfo { source: Source::Config(ConfigKind::ConfigMap), namespace: None },
-        StreamInfo { source: Source::Workload(WorkloadKind::Deployment), namespace: None },
-    ];
-    let mut o = Observer::new(ctx.clone(), infos);
-    for ev in [Observed::ListStarted(0), Observed::ListStarted(1), config("cfg", "v1", true), workload("web", true)] {
-        o.apply(ev);
-    }
-    o.apply(Observed::ListDone(0));
-    o.apply(Observed::ListDone(1));
+    let mut o = listed_observer(&ctx, &[]);
     drain(&ctx).await;
     let key = ConfigKey { kind: ConfigKind::ConfigMap, namespace: "ns".into(), name: "cfg".into() };
     o.apply(Observed::ConfigDeleted(key.clone()));
