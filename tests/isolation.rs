@@ -146,3 +146,50 @@ async fn the_applied_record_never_outgrows_the_object_nor_blocks_a_reload() {
     // The controller does not keep retrying what cannot fit.
     Kind::Deployment.stays_at_revisions(&ns, "full", 2).await;
 }
+
+#[tokio::test]
+async fn a_change_made_while_the_role_was_missing_is_applied_once_it_is_back() {
+    use k8s_openapi::api::rbac::v1::Role;
+    use kube::api::{Patch, PatchParams, PostParams};
+
+    let ns = TestNamespace::create("role-restored").await;
+    let kubeconfig = service_account_without_deploymentconfigs(&ns).await;
+    let kubeconfig = kubeconfig.to_string_lossy().into_owned();
+    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
+    Kind::Deployment
+        .create(&ns, "web", json!({"reloader.stakater.com/auto": "true"}), json!({}), env_from_configmap("cfg"))
+        .await;
+    let reloader = Reloader::start_with_env(&ns.name, &[], &[("KUBECONFIG", kubeconfig.as_str())]).await;
+    set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
+    Kind::Deployment.wait_revisions(&ns, "web", 2).await;
+
+    // The Role goes away (a GitOps sync, a namespace being rebuilt) while the content changes.
+    let roles = ns.api::<Role>();
+    let role = roles.get("reloader").await.expect("role");
+    roles.delete("reloader", &Default::default()).await.expect("delete role");
+    wait_for("the Role to stop granting", RELOAD_WAIT, || async {
+        let probe = json!({"metadata": {"annotations": {"probe": "x"}}});
+        let client = testenv::cluster::client_from_kubeconfig(std::path::Path::new(&kubeconfig))
+            .await
+            .map_err(|e| e.to_string())?;
+        let api: kube::Api<k8s_openapi::api::apps::v1::Deployment> = kube::Api::namespaced(client, &ns.name);
+        match api.patch("web", &PatchParams::default().dry_run(), &Patch::Merge(&probe)).await {
+            Err(kube::Error::Api(s)) if s.code == 403 => Ok(()),
+            other => Err(format!("{:?}", other.map(|_| ()))),
+        }
+    })
+    .await;
+    set_configmap_data(&ns, "cfg", &[("k", "3")]).await;
+    reloader.wait_log("forbidden").await;
+    let restored =
+        Role { metadata: kube::api::ObjectMeta { name: Some("reloader".into()), ..Default::default() }, ..role };
+    roles.create(&PostParams::default(), &restored).await.expect("restore role");
+
+    // No further change: the one made meanwhile is applied, once.
+    Kind::Deployment.wait_revisions(&ns, "web", 3).await;
+    assert_eq!(
+        Kind::Deployment.env(&ns, "web", "app", "STAKATER_CFG_CONFIGMAP").await,
+        Some(configmap_hash(&[("k", "3")]))
+    );
+    Kind::Deployment.stays_at_revisions(&ns, "web", 3).await;
+}

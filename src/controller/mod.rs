@@ -53,8 +53,8 @@ struct Context {
     alerts: Option<Alerter>,
     /// `--webhook-url`: POST instead of reloading.
     webhook: Option<Alerter>,
-    /// Kinds the controller may not patch records onto (upstream v1's RBAC: CronJobs, Jobs).
-    records_forbidden: Mutex<HashSet<WorkloadKind>>,
+    /// Kinds and namespaces the controller may not patch records onto (upstream v1's RBAC: CronJobs, Jobs).
+    records_forbidden: Mutex<HashSet<(WorkloadKind, Arc<str>)>>,
     /// Workload writes per second (`--kube-api-qps`, `--kube-api-burst`).
     limiter: Option<crate::ratelimit::RateLimiter>,
 }
@@ -71,7 +71,7 @@ impl Context {
         }
     }
 
-    fn records_forbidden(&self) -> MutexGuard<'_, HashSet<WorkloadKind>> {
+    fn records_forbidden(&self) -> MutexGuard<'_, HashSet<(WorkloadKind, Arc<str>)>> {
         self.records_forbidden.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }

@@ -55,12 +55,19 @@ impl Error {
         }
     }
 
-    /// Conflicts, throttling, server errors and transport failures are retried; other API errors are not.
+    /// Conflicts, throttling, server errors, transport failures and missing permissions are retried (with the
+    /// capped backoff: a Role removed and restored must not leave a change unapplied until the next one — found
+    /// by the chaos suite, RELIABILITY.md fault 5); a verdict on the write itself (invalid, denied by admission,
+    /// gone) is not.
     pub fn is_transient(&self) -> bool {
         match self {
-            Self::Patch { source: kube::Error::Api(status), .. } => {
-                matches!(status.code, 409 | 429) || status.code >= 500
-            }
+            Self::Patch { source: kube::Error::Api(status), .. } => match status.code {
+                409 | 429 | 401 => true,
+                // RBAC ("cannot patch resource …") may come back; an admission webhook's or policy's denial is a
+                // verdict on this write.
+                403 => !status.message.contains("denied"),
+                code => code >= 500,
+            },
             Self::Patch { .. } | Self::Panicked { .. } => true,
         }
     }
@@ -110,7 +117,11 @@ pub(super) async fn worker(ctx: Arc<Context>, mut leader: tokio::sync::watch::Re
             Err(e) if e.is_transient() => {
                 m.retries.inc();
                 let (attempt, delay) = ctx.queue.retry(&key, triggered, e.retry_after());
-                warn!(namespace = %key.namespace, workload = %key.name, kind = %key.kind, attempt, ?delay, "reload failed, retrying: {e}");
+                // Logged at attempts 1, 2, 4, 8, …: a lasting failure (a missing Role) stays visible without
+                // a line per workload per backoff period.
+                if attempt.is_power_of_two() {
+                    warn!(namespace = %key.namespace, workload = %key.name, kind = %key.kind, attempt, ?delay, "reload failed, retrying: {e}");
+                }
             }
             Err(e) => {
                 error!(namespace = %key.namespace, workload = %key.name, kind = %key.kind, "Rolling upgrade failed, not retrying: {e}");
@@ -149,7 +160,7 @@ async fn reconcile(ctx: &Context, key: &WorkloadKey, triggered: Instant) -> Resu
         action => Some((ctx.settings.keys.paused_at.as_str(), action)),
     };
     let mut plan = plan;
-    if ctx.records_forbidden().contains(&key.kind) {
+    if ctx.records_forbidden().contains(&(key.kind, key.namespace.clone())) {
         plan.applied_hashes = None;
     }
     if plan.is_empty() && pause.is_none() {
@@ -188,14 +199,17 @@ async fn reconcile(ctx: &Context, key: &WorkloadKey, triggered: Instant) -> Resu
             workload::write(&ctx.client, key, &WorkloadWrite { applied_hashes: None, ..write.clone() }).await
         };
         if code == 403 && result.is_ok() {
-            if ctx.records_forbidden().insert(key.kind) {
-                warn!(kind = %key.kind, "no patch permission on {}: the restart-safety record is not written, so a \
-                      change made while the controller is down is not applied to {} workloads that were never \
-                      reloaded ({message})", key.kind.api_resource(), key.kind);
+            // Only the record was refused: the kind may not be patched here. A Role restored later is seen at the
+            // next restart; reloads are not affected either way.
+            if ctx.records_forbidden().insert((key.kind, key.namespace.clone())) {
+                warn!(kind = %key.kind, namespace = %key.namespace, "no patch permission on {} in namespace {}: the \
+                      restart-safety record is not written there (until the controller restarts), so a change made \
+                      while it is down is not applied to {} workloads that were never reloaded ({message})",
+                      key.kind.api_resource(), key.namespace, key.kind);
             }
-        } else {
+        } else if code == 422 && result.is_ok() {
             warn!(namespace = %key.namespace, workload = %key.name, kind = %key.kind,
-                  "the applied-hashes record was rejected ({message}); reloading without it");
+                  "the applied-hashes record was rejected ({message}); reloaded without it");
         }
     }
     if plan.unrecorded > 0 && plan.applied_hashes.is_some() && result.is_ok() {
@@ -287,18 +301,22 @@ fn template_change(r: &PlannedReload) -> TemplateChange {
 mod tests {
     use super::*;
 
-    fn api_error(code: u16) -> Error {
-        let status = kube::core::Status { code, message: "m".into(), reason: "r".into(), ..Default::default() };
+    fn api_error(code: u16, message: &str) -> Error {
+        let status = kube::core::Status { code, message: message.into(), reason: "r".into(), ..Default::default() };
         Error::Patch { workload: "w".into(), resources: "r".into(), source: kube::Error::Api(status.boxed()) }
     }
 
     #[test]
-    fn conflicts_throttling_and_server_errors_are_retried_other_rejections_are_not() {
-        for code in [409, 429, 500, 503] {
-            assert!(api_error(code).is_transient(), "{code}");
+    fn conflicts_throttling_server_errors_and_permissions_are_retried_verdicts_are_not() {
+        for code in [409, 429, 500, 503, 401] {
+            assert!(api_error(code, "m").is_transient(), "{code}");
         }
-        for code in [400, 403, 404, 415, 422] {
-            assert!(!api_error(code).is_transient(), "{code}");
+        let rbac = r#"deployments.apps "web" is forbidden: User "system:serviceaccount:a:reloader" cannot patch resource "deployments""#;
+        assert!(api_error(403, rbac).is_transient(), "a missing permission may come back");
+        let webhook = r#"admission webhook "policy.example.com" denied the request: frozen"#;
+        assert!(!api_error(403, webhook).is_transient(), "an admission denial is a verdict");
+        for code in [400, 404, 415, 422] {
+            assert!(!api_error(code, "m").is_transient(), "{code}");
         }
     }
 }
