@@ -7,10 +7,12 @@
 
 mod fallback;
 mod observe_csi;
+mod observe_failures;
 mod observer;
 mod queue;
 mod reconcile;
 mod settings;
+mod translate;
 mod watch;
 
 use std::{

@@ -24,7 +24,7 @@ pub(super) struct Observer {
     /// Per stream: its first list has completed.
     listed: Vec<bool>,
     /// Per stream: its last outcome was an error (cleared when it delivers again).
-    errored: Vec<bool>,
+    pub(super) errored: Vec<bool>,
     pub(super) seen_configs: HashMap<usize, HashSet<ConfigKey>>,
     seen_workloads: HashMap<usize, HashSet<WorkloadKey>>,
     seen_namespaces: HashMap<usize, HashSet<String>>,
@@ -288,57 +288,6 @@ impl Observer {
         }
     }
 
-    /// A stream failed: counted, named (one log line per run of failures, with what is missing), reported in
-    /// `/readyz` once it keeps failing; it never delays the other streams.
-    fn failed(&mut self, id: usize, code: Option<u16>, message: &str, now: Instant) {
-        let Some(info) = self.infos.get(id).cloned() else { return };
-        let m = &self.ctx.metrics;
-        m.watch_restarts.with_label_values(&[&format!("{:?}", info.source)]).inc();
-        m.errors.with_label_values(&["watch_error"]).inc();
-        m.watch_failing
-            .with_label_values(&[info.source.api_resource(), info.namespace.as_deref().unwrap_or("")])
-            .set(1);
-        self.errored[id] = true;
-        let name = info.to_string();
-        if self.ctx.health.source_failed(&name, !info.source.is_optional(), message, now) {
-            let cost = match (code, &info.namespace) {
-                (Some(403), Some(ns)) => format!(
-                    "forbidden: the controller needs list and watch on {} in namespace {ns}",
-                    info.source.api_resource()
-                ),
-                (Some(403), None) => {
-                    format!(
-                        "forbidden: the controller needs list and watch on {} cluster-wide",
-                        info.source.api_resource()
-                    )
-                }
-                (Some(404), _) => format!("{} is not served (its CRD or API was removed?)", info.source.api_resource()),
-                _ => "retrying with backoff".to_owned(),
-            };
-            warn!(source = %name, code, "watch of {name} failed: {cost}; everything else keeps reloading: {message}");
-        }
-        if code == Some(403) {
-            self.enter_fallback(id);
-        }
-        if code == Some(404) && info.source.is_optional() {
-            // The API is gone: so are its objects. The watch keeps retrying and relists when it is back.
-            self.prune(id, HashSet::new(), HashSet::new(), HashSet::new());
-        }
-        self.first_sync_if_complete();
-    }
-
-    fn recovered(&mut self, id: usize) {
-        self.leave_fallback(id);
-        let Some(info) = self.infos.get(id) else { return };
-        self.errored[id] = false;
-        let name = info.to_string();
-        let labels = [info.source.api_resource(), info.namespace.as_deref().unwrap_or("")];
-        self.ctx.metrics.watch_failing.with_label_values(&labels).set(0);
-        if self.ctx.health.source_recovered(&name) {
-            info!(source = %name, "watch of {name} delivers again");
-        }
-    }
-
     /// After a (re)list: forget what the list no longer contains; after the first sync, and after every
     /// relist, reconcile all workloads (an unchanged one costs no request).
     fn list_done(&mut self, id: usize) {
@@ -365,7 +314,7 @@ impl Observer {
     }
 
     /// Forgets what stream `id` covers and was not `seen` (in its last list).
-    fn prune(
+    pub(super) fn prune(
         &mut self,
         id: usize,
         configs: HashSet<ConfigKey>,
@@ -398,7 +347,7 @@ impl Observer {
 
     /// The first sync: once every stream has listed or failed (a stream that cannot list never holds the others
     /// back), reconcile every workload once. Returns true when it happened now.
-    fn first_sync_if_complete(&mut self) -> bool {
+    pub(super) fn first_sync_if_complete(&mut self) -> bool {
         if self.synced || !self.listed.iter().zip(&self.errored).all(|(l, e)| *l || *e) {
             return false;
         }
