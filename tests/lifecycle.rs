@@ -129,6 +129,36 @@ async fn a_restart_rolls_only_what_changed_while_down_and_only_once() {
 }
 
 #[tokio::test]
+async fn a_change_made_while_opted_out_is_not_applied_on_opting_back_in_nor_after_a_restart() {
+    let ns = TestNamespace::create("opt-out").await;
+    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
+    Kind::Deployment.create(&ns, "web", auto(), json!({}), env_from_configmap("cfg")).await;
+    let mut first = Reloader::start(&ns.name, &[]).await;
+    set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
+    Kind::Deployment.wait_revisions(&ns, "web", 2).await;
+
+    // Opted out (the ConfigMap ignored) while it changes: no rollout, then opted back in: still none.
+    touch_configmap_metadata(&ns, "cfg", &[], &[("reloader.stakater.com/ignore", "true")]).await;
+    set_configmap_data(&ns, "cfg", &[("k", "3")]).await;
+    Kind::Deployment.stays_at_revisions(&ns, "web", 2).await;
+    touch_configmap_metadata(&ns, "cfg", &[], &[("reloader.stakater.com/ignore", "false")]).await;
+    Kind::Deployment.stays_at_revisions(&ns, "web", 2).await;
+    first.kill();
+    let second = Reloader::start(&ns.name, &[]).await;
+    Kind::Deployment.stays_at_revisions(&ns, "web", 2).await;
+    assert_eq!(second.count_log("updated 'web'"), 0);
+
+    // The next real change rolls it once.
+    set_configmap_data(&ns, "cfg", &[("k", "4")]).await;
+    Kind::Deployment.wait_revisions(&ns, "web", 3).await;
+    Kind::Deployment.stays_at_revisions(&ns, "web", 3).await;
+    assert_eq!(
+        Kind::Deployment.env(&ns, "web", "app", "STAKATER_CFG_CONFIGMAP").await,
+        Some(configmap_hash(&[("k", "4")]))
+    );
+}
+
+#[tokio::test]
 async fn changes_to_several_configs_within_the_window_make_one_rollout() {
     let ns = TestNamespace::create("coalesce").await;
     for cm in ["a", "b", "c"] {

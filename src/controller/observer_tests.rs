@@ -208,7 +208,7 @@ async fn a_resource_stream_that_has_not_listed_keeps_the_records_of_its_kind() {
     o.apply(Observed::ListDone(1));
     o.apply(Observed::Error { stream: 0, code: Some(403), message: "forbidden".into() });
     let plan = ctx.index().plan(&key, DecisionSettings::default(), ReloadStrategy::EnvVars);
-    assert_eq!(plan, crate::index::WorkloadPlan::default(), "nothing to write: the ConfigMap record stays");
+    assert!(plan.is_empty(), "nothing to write: the ConfigMap record stays: {plan:?}");
 }
 
 #[tokio::test]

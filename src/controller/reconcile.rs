@@ -2,6 +2,7 @@
 //! and the workers that run reconciles off the queue, containing failures (retry with backoff) and panics.
 
 use std::{
+    collections::BTreeMap,
     panic::AssertUnwindSafe,
     sync::Arc,
     time::{Duration, Instant},
@@ -191,12 +192,17 @@ async fn reconcile(ctx: &Context, key: &WorkloadKey, triggered: Instant) -> Resu
         // `last-applied-configuration`: 422), or no `patch` on the kind (upstream v1's RBAC on CronJobs and
         // Jobs: 403). Reload without it; restart-safety for this workload then rests on the template's records.
         let (code, message) = (status.code, status.message.clone());
-        plan.applied_hashes = None;
+        // A record the object still carries would now be older than its template, and the record is trusted
+        // first: replace it by an empty one (smaller, so it fits where the full one did not).
+        let cleared = (code == 422 && plan.object_has_record).then(BTreeMap::new);
+        plan.applied_hashes = cleared;
+        plan.unrecorded = 0; // reported below as a rejected record, not as one cut to its budget
         result = if plan.reloads.is_empty() {
             Ok(())
         } else {
             ctx.write_slot().await;
-            workload::write(&ctx.client, key, &WorkloadWrite { applied_hashes: None, ..write.clone() }).await
+            let applied_hashes = plan.applied_hashes.as_ref().map(encode_applied_hashes);
+            workload::write(&ctx.client, key, &WorkloadWrite { applied_hashes, ..write.clone() }).await
         };
         if code == 403 && result.is_ok() {
             // Only the record was refused: the kind may not be patched here. A Role restored later is seen at the

@@ -39,6 +39,8 @@ pub struct WorkloadPlan {
     pub applied_hashes: Option<BTreeMap<(ConfigKind, String), ContentHash>>,
     /// Resources left out of that record by its size budget.
     pub unrecorded: usize,
+    /// The object carries a non-empty record now (a reload that cannot write the new one must clear it).
+    pub object_has_record: bool,
 }
 
 impl WorkloadPlan {
@@ -80,7 +82,15 @@ impl Index {
             let pair = (config.kind, config.name.clone());
             match decide_pair(s, &config, facts, settings) {
                 ReloadDecision::Skip(SkipReason::NoContainer) => {}
-                ReloadDecision::Skip(_) => baselines.push((pair, facts.hash)),
+                ReloadDecision::Skip(_) => {
+                    // Opted out (resource ignored, workload excluded, `auto: "false"`…): a change made now is
+                    // never to be applied, not even later when it opts back in. Where the object records a hash
+                    // for the resource, the record follows the content (a metadata write, no rollout).
+                    if has_record(s, &pair) || state.persisted.as_ref().is_some_and(|p| p.contains_key(&pair)) {
+                        record.insert(pair.clone(), facts.hash);
+                    }
+                    baselines.push((pair, facts.hash));
+                }
                 ReloadDecision::Reload { container, reason } => {
                     let applied = applied(state, &pair, &container);
                     let Some(previous) = applied else {
@@ -118,7 +128,7 @@ impl Index {
         }
         let (record, unrecorded) = within_budget(record, &state.summary);
         let applied_hashes = (record != *on_object).then_some(record);
-        let mut plan = WorkloadPlan { reloads, applied_hashes, unrecorded };
+        let mut plan = WorkloadPlan { reloads, applied_hashes, unrecorded, object_has_record: !on_object.is_empty() };
         if state.rejected.as_ref().is_some_and(|r| *r == reload_set(&plan)) {
             // The same write was rejected permanently already: wait for something to change.
             plan = WorkloadPlan::default();
@@ -180,14 +190,17 @@ pub(super) fn reload_set(plan: &WorkloadPlan) -> Vec<(Pair, ContentHash)> {
     plan.reloads.iter().map(|r| ((r.config.kind, r.config.name.clone()), r.hash)).collect()
 }
 
-/// What the workload was last rolled with for `pair`, in order of trust.
+/// What the workload was last rolled with for `pair`, in order of trust: a write not yet echoed, then the
+/// metadata record (written with every reload and kept current while the workload opts out, so it is never
+/// older than the template; a reload that cannot write it clears it), then the template's `STAKATER_*` /
+/// `last-reloaded-from` value (upstream's only memory: a takeover), then an in-memory baseline.
 fn applied(state: &WorkloadState, pair: &Pair, container: &str) -> Option<ContentHash> {
     state
         .pending
         .get(pair)
         .copied()
-        .or_else(|| template_record(&state.summary, pair, Some(container)))
         .or_else(|| state.summary.applied_hashes.get(pair).copied())
+        .or_else(|| template_record(&state.summary, pair, Some(container)))
         .or_else(|| state.assumed.get(pair).copied())
 }
 

@@ -286,3 +286,51 @@ fn a_rejected_write_is_not_attempted_again_until_something_changes() {
     index.upsert_config(ck, v3, Baseline::Current);
     assert_eq!(plan(&mut index, &wk), vec![("cfg".to_owned(), v3.hash)], "a new change is attempted");
 }
+
+#[test]
+fn a_change_made_while_opted_out_is_never_applied_not_even_after_opting_back_in_or_a_restart() {
+    // Rolled with v1 (template and record say so); the ConfigMap is then ignored and changed to v2.
+    let (_, v1) = cm("cfg", "v1");
+    let (ck, v2) = cm("cfg", "v2");
+    let auto_true = json!({"reloader.stakater.com/auto": "true"});
+    let (wk, ws) = deployment("web", auto_true.clone(), recorded(v1.hash));
+    let ws = with_applied_hashes(ws, &[("cfg", v1.hash)]);
+    let mut index = Index::default();
+    index.upsert_workload(wk.clone(), ws, Baseline::Current);
+    let ignored = ConfigFacts { ignored: true, ..v2 };
+    index.upsert_config(ck.clone(), ignored, Baseline::Current);
+    let p = full_plan(&mut index, &wk);
+    assert!(p.reloads.is_empty(), "ignored: no rollout");
+    let expected: BTreeMap<_, _> = [((ConfigKind::ConfigMap, "cfg".to_owned()), v2.hash)].into_iter().collect();
+    assert_eq!(p.applied_hashes, Some(expected), "the record follows the content while opted out");
+    index.mark_written(&wk, &p);
+    let (_, echoed) = deployment("web", auto_true.clone(), recorded(v1.hash));
+    let echoed = with_applied_hashes(echoed, &[("cfg", v2.hash)]);
+    index.upsert_workload(wk.clone(), echoed.clone(), Baseline::Current);
+
+    // Opting back in (the ignore removed) rolls nothing, now or after a restart (a fresh index).
+    index.upsert_config(ck.clone(), v2, Baseline::Current);
+    assert!(full_plan(&mut index, &wk).is_empty(), "opted back in");
+    let mut restarted = Index::default();
+    restarted.upsert_workload(wk.clone(), echoed, Baseline::Current);
+    restarted.upsert_config(ck.clone(), v2, Baseline::Current);
+    assert!(full_plan(&mut restarted, &wk).is_empty(), "after a restart");
+
+    // The next real change rolls once.
+    let (_, v3) = cm("cfg", "v3");
+    restarted.upsert_config(ck, v3, Baseline::Current);
+    assert_eq!(plan(&mut restarted, &wk), vec![("cfg".to_owned(), v3.hash)]);
+}
+
+#[test]
+fn the_metadata_record_is_trusted_before_an_older_template_value() {
+    // `kubectl rollout undo` put back a template saying v1; the record says the controller applied v2, the
+    // current content: the undo is the user's and is left alone (upstream does not react to it either).
+    let (_, v1) = cm("cfg", "v1");
+    let (ck, v2) = cm("cfg", "v2");
+    let (wk, ws) = deployment("web", json!({"reloader.stakater.com/auto": "true"}), recorded(v1.hash));
+    let mut index = Index::default();
+    index.upsert_workload(wk.clone(), with_applied_hashes(ws, &[("cfg", v2.hash)]), Baseline::Current);
+    index.upsert_config(ck, v2, Baseline::Current);
+    assert!(full_plan(&mut index, &wk).is_empty());
+}
