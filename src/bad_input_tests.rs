@@ -84,10 +84,7 @@ fn deployment(name: &str, metadata: serde_json::Value, template: serde_json::Val
 fn cfg(hash: u8) -> (ConfigKey, ConfigFacts) {
     let data: BTreeMap<String, String> = [("k".to_owned(), hash.to_string())].into();
     let key = ConfigKey { kind: ConfigKind::ConfigMap, namespace: "ns".into(), name: "cfg".into() };
-    (
-        key,
-        ConfigFacts { hash: crate::hash::configmap(Some(&data), None), ignored: false, matched: false, deleted: false },
-    )
+    (key, ConfigFacts::live(crate::hash::configmap(Some(&data), None), false, false))
 }
 
 #[test]

@@ -34,7 +34,7 @@ fn hash_of(value: &str) -> ContentHash {
 
 fn config(kind: ConfigKind, name: &str, hash: ContentHash, ignored: bool) -> (ConfigKey, ConfigFacts) {
     let key = ConfigKey { kind, namespace: "shop".into(), name: name.into() };
-    (key, ConfigFacts { hash, ignored, matched: false, deleted: false })
+    (key, ConfigFacts::live(hash, ignored, false))
 }
 
 fn web(env: serde_json::Value) -> (WorkloadKey, WorkloadSummary) {

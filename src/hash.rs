@@ -45,6 +45,16 @@ impl ContentHash {
         Some(Self(out))
     }
 
+    /// HMAC-SHA1 of this hash under `key`. Upstream's unkeyed SHA-1 of a low-entropy Secret (a PIN, a
+    /// dictionary password) can be recovered offline by anyone who reads it; a digest under a key such a reader
+    /// does not have proves "this content" to the controller and reveals nothing testable without the key.
+    pub fn sealed(self, key: &[u8]) -> Self {
+        let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA1_FOR_LEGACY_USE_ONLY, key);
+        let mut out = [0u8; 20];
+        out.copy_from_slice(ring::hmac::sign(&key, &self.0).as_ref());
+        Self(out)
+    }
+
     /// Upstream v1's delete marker: `sha1("__RELOADER_EMPTY_DELETE_MARKER__")`, written by the annotations
     /// strategy when a resource is deleted.
     pub fn delete_marker() -> Self {
@@ -178,5 +188,14 @@ mod tests {
         assert_eq!(ContentHash::parse_hex("DC30E0FAA89A70DEC1033016A2309BBEB9EFCBD0"), Some(h));
         assert_eq!(ContentHash::parse_hex("xyz"), None);
         assert_eq!(ContentHash::parse_hex("zc30e0faa89a70dec1033016a2309bbeb9efcbd0"), None);
+    }
+
+    #[test]
+    fn sealed_is_hmac_sha1_of_the_hash_bytes_under_the_key() {
+        // Expected value from Python's hmac module: hmac.new(key, bytes.fromhex(sha1), hashlib.sha1).
+        let h = secret(Some(&bytes(&[("password", "123456")])));
+        assert_eq!(h.to_string(), "58faa554ae93a71cb676dd1319642b568daf81cf");
+        assert_eq!(h.sealed(b"3f1c0e7a-uid").to_string(), "76135fb05918feb4d6c62eeb13db55971969d314");
+        assert_ne!(h.sealed(b"another-uid"), h.sealed(b"3f1c0e7a-uid"));
     }
 }

@@ -35,8 +35,7 @@ impl Observer {
         let (ignored, matched) =
             self.csi_flags.get(&(namespace.to_owned(), key.name.clone())).copied().unwrap_or_default();
         // upstream: a status's creation never triggers; only a change of mounted versions does.
-        let update =
-            index.upsert_config(key.clone(), ConfigFacts { hash, ignored, matched, deleted: false }, Baseline::Current);
+        let update = index.upsert_config(key.clone(), ConfigFacts::live(hash, ignored, matched), Baseline::Current);
         self.received(if update == ConfigUpdate::Created { "add" } else { "update" }, stream);
         if matches!(update, ConfigUpdate::Changed { .. }) && self.synced {
             self.trigger(&index, &key, now);

@@ -66,12 +66,7 @@ fn config(name: &str, value: &str, listed: bool) -> Observed {
     let data = [("k".to_owned(), value.to_owned())].into_iter().collect();
     let hash: ContentHash = crate::hash::configmap(Some(&data), None);
     let key = ConfigKey { kind: ConfigKind::ConfigMap, namespace: "ns".into(), name: name.into() };
-    Observed::Config {
-        stream: 0,
-        key,
-        facts: ConfigFacts { hash, ignored: false, matched: false, deleted: false },
-        listed,
-    }
+    Observed::Config { stream: 0, key, facts: ConfigFacts::live(hash, false, false), listed }
 }
 
 fn workload(name: &str, listed: bool) -> Observed {

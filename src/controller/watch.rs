@@ -271,16 +271,14 @@ fn config_key(kind: ConfigKind, obj: &impl Resource) -> Option<ConfigKey> {
 pub fn configmap_facts(cm: &ConfigMap, keys: &AnnotationKeys) -> Option<(ConfigKey, ConfigFacts)> {
     let (ignored, matched) = flags(cm, keys);
     let hash = hash::configmap(cm.data.as_ref(), cm.binary_data.as_ref());
-    Some((config_key(ConfigKind::ConfigMap, cm)?, ConfigFacts { hash, ignored, matched, deleted: false }))
+    Some((config_key(ConfigKind::ConfigMap, cm)?, ConfigFacts::live(hash, ignored, matched)))
 }
 
 /// The index facts of one Secret (content hash and flags, never its data).
 pub fn secret_facts(s: &Secret, keys: &AnnotationKeys) -> Option<(ConfigKey, ConfigFacts)> {
     let (ignored, matched) = flags(s, keys);
-    Some((
-        config_key(ConfigKind::Secret, s)?,
-        ConfigFacts { hash: hash::secret(s.data.as_ref()), ignored, matched, deleted: false },
-    ))
+    let facts = ConfigFacts::live(hash::secret(s.data.as_ref()), ignored, matched);
+    Some((config_key(ConfigKind::Secret, s)?, facts.sealed_by(s.metadata.uid.as_deref().unwrap_or_default())))
 }
 
 fn config_stream<K>(

@@ -4,14 +4,15 @@
 //!
 //! "Applied" is level-triggered (design.md): a workload is reloaded for a resource when the hash it was last
 //! rolled with differs from the resource's current hash. That hash is, in order: one we wrote and have not
-//! yet seen echoed by the watch (`pending`), the `STAKATER_*` env var / `last-reloaded-from` record on the
-//! pod template, the `applied-hashes` record on the workload's metadata (written with every reload and when a
-//! workload is first seen, so restarts know it too), or an in-memory baseline (`assumed`).
+//! yet seen echoed by the watch (`pending`), the `applied-hashes` record on the workload's metadata (written
+//! with every reload, when a workload is first seen, and while it opts out, so restarts know it too), the
+//! `STAKATER_*` env var / `last-reloaded-from` record on the pod template (upstream's), or an in-memory
+//! baseline (`assumed`).
 
 mod plan;
 
 use std::{
-    collections::{BTreeMap, BTreeSet, HashMap, HashSet},
+    collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque},
     sync::Arc,
 };
 
@@ -46,6 +47,10 @@ impl std::fmt::Display for ConfigKey {
 pub struct ConfigFacts {
     /// Content hash (upstream SHA-1; upstream's delete marker once deleted).
     pub hash: ContentHash,
+    /// What the `applied-hashes` record holds for this content: the hash itself, except for a Secret, where it
+    /// is sealed under the Secret's UID ([`ContentHash::sealed`]) — readers of workloads do not see Secret UIDs,
+    /// so the record reveals nothing about Secret content that upstream does not already write.
+    pub record_hash: ContentHash,
     /// `ignore: "true"`.
     pub ignored: bool,
     /// `match: "true"`.
@@ -99,6 +104,9 @@ pub struct WorkloadUpdate {
 
 type Pair = (ConfigKind, String);
 
+/// How many deleted Secrets' sealed record values are kept (about 100 bytes each).
+const DEPARTED_LIMIT: usize = 4096;
+
 struct WorkloadState {
     summary: WorkloadSummary,
     /// Baselines and hashes we applied: what the workload is assumed to run with, absent a record.
@@ -120,9 +128,26 @@ pub struct Index {
     referenced_by: HashMap<ConfigKey, BTreeSet<WorkloadKey>>,
     with_named_lists: HashMap<Arc<str>, BTreeSet<WorkloadKey>>,
     namespaces: HashSet<Arc<str>>,
+    /// Sealed record values of recently deleted Secrets, by their content hash: a Secret deleted and re-created
+    /// with the same content (`kubectl replace --force`, `helm upgrade --force`) gets a new UID, so records sealed
+    /// under the old one still count as current for that content. Bounded: the oldest are forgotten first.
+    departed: HashMap<ConfigKey, (ContentHash, ContentHash)>,
+    departed_order: VecDeque<ConfigKey>,
     /// Resource streams that have not completed a list yet (kind, namespace or all): the index does not know
     /// all resources of that kind there, so plans keep what the object records for them.
     unlisted_config_sources: HashSet<(ConfigKind, Option<String>)>,
+}
+
+impl ConfigFacts {
+    /// Facts of a live resource whose record holds its content hash as is.
+    pub fn live(hash: ContentHash, ignored: bool, matched: bool) -> Self {
+        Self { hash, record_hash: hash, ignored, matched, deleted: false }
+    }
+
+    /// The same facts, with the record's value sealed under `key` (a Secret's UID).
+    pub fn sealed_by(self, key: &str) -> Self {
+        Self { record_hash: self.hash.sealed(key.as_bytes()), ..self }
+    }
 }
 
 impl Index {
@@ -187,16 +212,37 @@ impl Index {
     pub fn delete_config(&mut self, key: &ConfigKey, tombstone: bool) -> bool {
         match self.configs.get_mut(key) {
             Some(f) if tombstone && !f.deleted => {
-                *f = ConfigFacts { hash: ContentHash::delete_marker(), deleted: true, ..*f };
+                let marker = ContentHash::delete_marker();
+                *f = ConfigFacts { hash: marker, record_hash: marker, deleted: true, ..*f };
                 true
             }
             Some(f) => {
                 let was_live = !f.deleted;
+                let (hash, record_hash) = (f.hash, f.record_hash);
                 self.configs.remove(key);
+                if was_live && record_hash != hash {
+                    self.remember_departed(key.clone(), hash, record_hash);
+                }
                 was_live
             }
             None => false,
         }
+    }
+
+    fn remember_departed(&mut self, key: ConfigKey, hash: ContentHash, record_hash: ContentHash) {
+        if self.departed.insert(key.clone(), (hash, record_hash)).is_none() {
+            self.departed_order.push_back(key);
+        }
+        while self.departed_order.len() > DEPARTED_LIMIT {
+            if let Some(old) = self.departed_order.pop_front() {
+                self.departed.remove(&old);
+            }
+        }
+    }
+
+    /// Whether `recorded` is a record value sealed for `hash` under an earlier incarnation of `key`.
+    fn departed_vouches(&self, key: &ConfigKey, hash: ContentHash, recorded: ContentHash) -> bool {
+        self.departed.get(key) == Some(&(hash, recorded))
     }
 
     /// Workloads that may reload when `key` changes: those referencing it and those with a named list for its

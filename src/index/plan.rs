@@ -87,15 +87,19 @@ impl Index {
                     // never to be applied, not even later when it opts back in. Where the object records a hash
                     // for the resource, the record follows the content (a metadata write, no rollout).
                     if has_record(s, &pair) || state.persisted.as_ref().is_some_and(|p| p.contains_key(&pair)) {
-                        record.insert(pair.clone(), facts.hash);
+                        record.insert(pair.clone(), facts.record_hash);
                     }
                     baselines.push((pair, facts.hash));
                 }
                 ReloadDecision::Reload { container, reason } => {
-                    let applied = applied(state, &pair, &container);
+                    let recorded = |h: &ContentHash| {
+                        let current = *h == facts.record_hash || self.departed_vouches(&config, facts.hash, *h);
+                        if current { facts.hash } else { *h }
+                    };
+                    let applied = applied(state, &pair, &container, recorded);
                     let Some(previous) = applied else {
                         baselines.push((pair.clone(), facts.hash));
-                        record.insert(pair, facts.hash);
+                        record.insert(pair, facts.record_hash);
                         continue;
                     };
                     // upstream v1: with env vars, a deleted resource whose variable is not on the template needs no
@@ -114,7 +118,7 @@ impl Index {
                             deleted: facts.deleted,
                         });
                     }
-                    record.insert(pair, facts.hash);
+                    record.insert(pair, facts.record_hash);
                 }
             }
         }
@@ -194,12 +198,21 @@ pub(super) fn reload_set(plan: &WorkloadPlan) -> Vec<(Pair, ContentHash)> {
 /// metadata record (written with every reload and kept current while the workload opts out, so it is never
 /// older than the template; a reload that cannot write it clears it), then the template's `STAKATER_*` /
 /// `last-reloaded-from` value (upstream's only memory: a takeover), then an in-memory baseline.
-fn applied(state: &WorkloadState, pair: &Pair, container: &str) -> Option<ContentHash> {
+///
+/// `recorded` maps a record entry to the content hash it stands for: an entry sealed for the current content
+/// (also under a re-created Secret's former UID) counts as that content; an entry holding the plain hash (as
+/// written before Secret entries were sealed) counts as well; the next plan rewrites either sealed anew.
+fn applied(
+    state: &WorkloadState,
+    pair: &Pair,
+    container: &str,
+    recorded: impl Fn(&ContentHash) -> ContentHash,
+) -> Option<ContentHash> {
     state
         .pending
         .get(pair)
         .copied()
-        .or_else(|| state.summary.applied_hashes.get(pair).copied())
+        .or_else(|| state.summary.applied_hashes.get(pair).map(recorded))
         .or_else(|| template_record(&state.summary, pair, Some(container)))
         .or_else(|| state.assumed.get(pair).copied())
 }

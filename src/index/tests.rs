@@ -15,7 +15,7 @@ const NS: &str = "ns";
 fn cm(name: &str, value: &str) -> (ConfigKey, ConfigFacts) {
     let data = [("k".to_owned(), value.to_owned())].into_iter().collect();
     let key = ConfigKey { kind: ConfigKind::ConfigMap, namespace: NS.into(), name: name.into() };
-    (key, ConfigFacts { hash: hash::configmap(Some(&data), None), ignored: false, matched: false, deleted: false })
+    (key, ConfigFacts::live(hash::configmap(Some(&data), None), false, false))
 }
 
 fn deployment(name: &str, annotations: serde_json::Value, env: serde_json::Value) -> (WorkloadKey, WorkloadSummary) {
@@ -333,4 +333,87 @@ fn the_metadata_record_is_trusted_before_an_older_template_value() {
     index.upsert_workload(wk.clone(), with_applied_hashes(ws, &[("cfg", v2.hash)]), Baseline::Current);
     index.upsert_config(ck, v2, Baseline::Current);
     assert!(full_plan(&mut index, &wk).is_empty());
+}
+
+fn secret(name: &str, value: &str, uid: &str) -> (ConfigKey, ConfigFacts) {
+    let data = [("k".to_owned(), k8s_openapi::ByteString(value.as_bytes().to_vec()))].into_iter().collect();
+    let key = ConfigKey { kind: ConfigKind::Secret, namespace: NS.into(), name: name.into() };
+    (key, ConfigFacts::live(hash::secret(Some(&data)), false, false).sealed_by(uid))
+}
+
+fn secret_user(name: &str) -> (WorkloadKey, WorkloadSummary) {
+    let d: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": name, "namespace": NS, "uid": format!("uid-{name}"),
+                     "annotations": {"reloader.stakater.com/auto": "true"}},
+        "spec": {"selector": {}, "template": {"spec": {"containers": [{
+            "name": "app", "envFrom": [{"secretRef": {"name": "db"}}]
+        }]}}}
+    }))
+    .expect("deployment");
+    summarise(&d, &AnnotationKeys::default()).expect("summary")
+}
+
+fn secret_record(mut ws: WorkloadSummary, hash: ContentHash) -> WorkloadSummary {
+    ws.applied_hashes = [((ConfigKind::Secret, "db".to_owned()), hash)].into_iter().collect();
+    ws
+}
+
+#[test]
+fn secret_entries_of_the_record_are_sealed_and_never_the_plain_sha1() {
+    let (ck, v1) = secret("db", "123456", "secret-uid");
+    let (wk, ws) = secret_user("web");
+    let mut index = Index::default();
+    index.upsert_config(ck.clone(), v1, Baseline::Current);
+    index.upsert_workload(wk.clone(), ws.clone(), Baseline::Current);
+    let p = full_plan(&mut index, &wk);
+    let written = p.applied_hashes.expect("first sight writes the record");
+    let entry = written[&(ConfigKind::Secret, "db".to_owned())];
+    assert_eq!(entry, v1.hash.sealed(b"secret-uid"));
+    assert_ne!(entry, v1.hash, "the plain SHA-1 of the Secret is not published");
+
+    // A restart finds the sealed entry current: nothing to write; a change while down reloads once.
+    let mut restarted = Index::default();
+    restarted.upsert_workload(wk.clone(), secret_record(ws.clone(), entry), Baseline::Current);
+    restarted.upsert_config(ck.clone(), v1, Baseline::Current);
+    assert!(full_plan(&mut restarted, &wk).is_empty());
+    let (_, v2) = secret("db", "654321", "secret-uid");
+    let mut changed = Index::default();
+    changed.upsert_workload(wk.clone(), secret_record(ws, entry), Baseline::Current);
+    changed.upsert_config(ck, v2, Baseline::Current);
+    let p = full_plan(&mut changed, &wk);
+    assert_eq!(p.reloads.iter().map(|r| r.hash).collect::<Vec<_>>(), vec![v2.hash]);
+    let sealed_v2 = v2.hash.sealed(b"secret-uid");
+    assert_eq!(p.applied_hashes.map(|r| r[&(ConfigKind::Secret, "db".to_owned())]), Some(sealed_v2));
+}
+
+#[test]
+fn a_plain_secret_entry_written_by_an_earlier_version_is_resealed_without_a_rollout() {
+    let (ck, v1) = secret("db", "123456", "secret-uid");
+    let (wk, ws) = secret_user("web");
+    let mut index = Index::default();
+    index.upsert_workload(wk.clone(), secret_record(ws, v1.hash), Baseline::Current);
+    index.upsert_config(ck, v1, Baseline::Current);
+    let p = full_plan(&mut index, &wk);
+    assert!(p.reloads.is_empty(), "the content did not change");
+    let resealed = p.applied_hashes.map(|r| r[&(ConfigKind::Secret, "db".to_owned())]);
+    assert_eq!(resealed, Some(v1.hash.sealed(b"secret-uid")), "rewritten sealed (metadata only)");
+}
+
+#[test]
+fn a_secret_recreated_with_the_same_content_rolls_nothing_and_with_new_content_rolls_once() {
+    for (value, rolls) in [("123456", false), ("654321", true)] {
+        let (ck, v1) = secret("db", "123456", "uid-1");
+        let (wk, ws) = secret_user("web");
+        let mut index = Index::default();
+        index.upsert_config(ck.clone(), v1, Baseline::Current);
+        index.upsert_workload(wk.clone(), secret_record(ws, v1.record_hash), Baseline::Current);
+        assert!(full_plan(&mut index, &wk).is_empty());
+        index.delete_config(&ck, false);
+        let (_, recreated) = secret("db", value, "uid-2");
+        index.upsert_config(ck, recreated, Baseline::Current);
+        let p = full_plan(&mut index, &wk);
+        assert_eq!(!p.reloads.is_empty(), rolls, "{value}");
+        let entry = p.applied_hashes.map(|r| r[&(ConfigKind::Secret, "db".to_owned())]);
+        assert_eq!(entry, Some(recreated.record_hash), "resealed under the new UID");
+    }
 }
