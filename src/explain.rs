@@ -81,6 +81,8 @@ pub struct Visible<'a> {
     /// What a controller starting now assumes a workload without a record runs with (`--sync-after-restart`:
     /// nothing, so it rolls).
     pub start: Baseline,
+    /// `--hash-key-secret`'s key: Secret values on templates are keyed by it.
+    pub hash_key: Option<&'a crate::hash_key::HashKey>,
 }
 
 /// The explanation of one workload, given its summary and what the controller sees of its namespace. Pure.
@@ -91,7 +93,7 @@ pub fn explain(
     settings: DecisionSettings,
     strategy: ReloadStrategy,
 ) -> String {
-    let &Visible { ref namespace_inactive, configs, watched, start } = visible;
+    let &Visible { ref namespace_inactive, configs, watched, start, hash_key } = visible;
     let mut out = format!("{} {}/{}\n", key.kind, key.namespace, key.name);
     if let Some(why) = namespace_inactive {
         let _ = writeln!(out, "  namespace {}: {why}; no change in it reloads anything", key.namespace);
@@ -132,6 +134,7 @@ pub fn explain(
         return out;
     }
     let mut index = Index::default();
+    index.set_hash_key(hash_key.cloned());
     for (config, facts) in configs {
         index.upsert_config(config.clone(), *facts, start);
     }
@@ -145,7 +148,7 @@ pub fn explain(
         let _ = writeln!(
             out,
             "  now: would roll out for {} {}: the workload records {recorded}, the content is {}",
-            r.config.kind, r.config.name, r.hash
+            r.config.kind, r.config.name, r.value
         );
     }
     out
@@ -183,7 +186,8 @@ pub async fn run(
     }
     let namespace_inactive = namespace_inactive(client, namespace, settings).await?;
     let start = if settings.sync_after_restart { Baseline::Stale } else { Baseline::Current };
-    let visible = Visible { namespace_inactive, configs: &configs, watched: &watched, start };
+    let hash_key = settings.hash_key.as_ref();
+    let visible = Visible { namespace_inactive, configs: &configs, watched: &watched, start, hash_key };
     Ok(explain(&key, &summary, &visible, settings.decisions, settings.strategy))
 }
 

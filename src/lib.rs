@@ -46,6 +46,7 @@ pub mod duration;
 pub mod events;
 pub mod explain;
 pub mod hash;
+pub mod hash_key;
 pub mod http;
 pub mod index;
 pub mod leader;

@@ -58,7 +58,12 @@ async fn explain(workload: &str, namespace: &str, settings: &Settings) -> ExitCo
             return ExitCode::FAILURE;
         }
     };
-    match reloader::explain::run(&client, target, namespace, settings).await {
+    let mut settings = settings.clone();
+    if let Err(e) = settings.load_hash_key(&client).await {
+        eprintln!("error: {e}");
+        return ExitCode::FAILURE;
+    }
+    match reloader::explain::run(&client, target, namespace, &settings).await {
         Ok(text) => {
             print!("{text}");
             ExitCode::SUCCESS
@@ -88,7 +93,7 @@ fn init_logging(args: &Args, to_stderr: bool) {
     }
 }
 
-async fn run(args: Args, settings: Settings, election: Option<LeaderElection>) -> anyhow::Result<()> {
+async fn run(args: Args, mut settings: Settings, election: Option<LeaderElection>) -> anyhow::Result<()> {
     if !args.ignored_arguments.is_empty() {
         tracing::warn!(arguments = ?args.ignored_arguments, "ignoring positional arguments (upstream ignores them too)");
     }
@@ -108,6 +113,10 @@ async fn run(args: Args, settings: Settings, election: Option<LeaderElection>) -
         tracing::info!(address = %bound, "serving health endpoints on {bound}");
     }
     let client = reloader::client::counted_client(metrics.rest_requests.clone(), metrics.rest_duration.clone()).await?;
+    settings.load_hash_key(&client).await?;
+    if let Some(secret) = &settings.hash_key_secret {
+        tracing::info!(secret = %secret, "Secret hashes written on workloads are keyed (HMAC-SHA1) by {secret}");
+    }
     reloader::metainfo::publish(&client, &args).await;
     let signals = shutdown.clone();
     tokio::spawn(async move {

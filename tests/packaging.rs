@@ -251,3 +251,32 @@ fn the_kustomization_works_as_a_base_with_another_namespace() {
         assert_eq!(find(&objects, binding, None)["subjects"][0]["namespace"], "platform", "{binding}");
     }
 }
+
+#[tokio::test]
+async fn the_charts_hash_key_values_give_a_key_and_the_rbac_to_read_it() {
+    let client = testenv::harness::client().await;
+    let ns = TestNamespace::create("chart-hashkey").await;
+    let objects = template(&ns.name, &ns.name, &["--set", "reloader.hashKey.enabled=true"]);
+    let key = find(&objects, "Secret", Some(&format!("{}-reloader-hash-key", ns.name)));
+    assert_eq!(key["metadata"]["annotations"]["helm.sh/resource-policy"], "keep", "kept across uninstalls");
+    apply(&client, &objects).await;
+
+    // The controller as the chart runs it, with the chart's ServiceAccount, kept to this namespace.
+    let (mut args, mut env) = container_command(&objects, &ns.name, "reloader-0");
+    assert!(args.contains(&format!("--hash-key-secret={0}/{0}-reloader-hash-key", ns.name)), "{args:?}");
+    args.push(format!("--namespaces={}", ns.name));
+    let kubeconfig = service_account_kubeconfig(&client, &ns.name, &format!("{}-reloader", ns.name)).await;
+    env.push(("KUBECONFIG".into(), kubeconfig.display().to_string()));
+    create_secret(&ns, "db", &[("password", "123456")], &[]).await;
+    let meta = json!({"reloader.stakater.com/auto": "true"});
+    Kind::Deployment.create(&ns, "app", meta, json!({}), volume_secret("db")).await;
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let reloader = Reloader::spawn(&args, &env);
+    reloader.wait_log("all watches synced").await;
+    set_secret_value(&ns, "db", "password", "654321").await;
+    Kind::Deployment.wait_revisions(&ns, "app", 2).await;
+    let value = Kind::Deployment.env(&ns, "app", "app", "STAKATER_DB_SECRET").await.expect("STAKATER_DB_SECRET");
+    assert_eq!(value.len(), 40, "upstream's shape");
+    assert_ne!(value, secret_hash(&[("password", "654321")]), "keyed, not the plain SHA-1");
+}

@@ -58,3 +58,116 @@ async fn the_record_never_carries_a_secrets_plain_sha1_and_older_records_are_res
     Kind::Deployment.stays_at_revisions(&ns, "web", 2).await;
     assert!(!record(&ns, "web").await.unwrap_or_default().contains(&secret_hash(&[("password", "654321")])));
 }
+
+const K1: &str = "first-hash-key-0123456789";
+const K2: &str = "second-hash-key-0123456789";
+
+fn keyed(plain: &str, key: &str) -> String {
+    let hash = reloader::hash::ContentHash::parse_hex(plain).expect("hex");
+    hash.sealed(key.as_bytes()).to_string()
+}
+
+async fn stakater_value(ns: &TestNamespace) -> Option<String> {
+    Kind::Deployment.env(ns, "web", "app", "STAKATER_DB_SECRET").await
+}
+
+/// The channels a run's output goes to, as one text: the controller's log (trace level), the namespace's
+/// Events, `/metrics`, `explain`, and the Deployment itself (alerts are added by the caller).
+async fn all_output(ns: &TestNamespace, reloader: &Reloader, flags: &[&str]) -> String {
+    let mut out = reloader.logs().join("\n");
+    let events = api::<k8s_openapi::api::core::v1::Event>(ns).list(&Default::default()).await.expect("events");
+    out.push_str(&serde_json::to_string(&events.items).expect("json"));
+    out.push_str(&http_get(&reloader.http_base().await, "/metrics").await.1);
+    let kubeconfig = std::env::var(testenv::harness::KUBECONFIG_ENV).expect("test kubeconfig");
+    let explain = std::process::Command::new(env!("CARGO_BIN_EXE_reloader"))
+        .args(flags)
+        .args(["explain", "deployment/web", "-n", &ns.name])
+        .env("KUBECONFIG", kubeconfig)
+        .output()
+        .expect("run reloader explain");
+    assert!(explain.status.success(), "{}", String::from_utf8_lossy(&explain.stderr));
+    out.push_str(&String::from_utf8_lossy(&explain.stdout));
+    out.push_str(&deployment_text(ns, "web").await);
+    out
+}
+
+/// Rotates the key the documented way: the old one moves to `previous`.
+async fn rotate_key(ns: &TestNamespace, key: &str, previous: &str) {
+    let patch = json!({"stringData": {"key": key, "previous": previous}});
+    api::<Secret>(ns).patch("hash-key", &PatchParams::default(), &Patch::Merge(&patch)).await.expect("key");
+}
+
+#[tokio::test]
+async fn keyed_hashes_hide_secret_content_and_switching_rotating_or_unsetting_the_key_rolls_nothing() {
+    let ns = TestNamespace::create("secret-keyed").await;
+    create_secret(&ns, "hash-key", &[("key", K1)], &[]).await;
+    create_secret(&ns, "db", &[("password", "123456")], &[]).await;
+    let meta = json!({"reloader.stakater.com/auto": "true"});
+    Kind::Deployment.create(&ns, "web", meta, json!({}), volume_secret("db")).await;
+    let key_flag = format!("--hash-key-secret={}/hash-key", ns.name);
+    let keyed_flags = [key_flag.as_str(), "--log-level=trace"];
+
+    // Default mode: upstream's plain SHA-1.
+    let mut plain_run = Reloader::start(&ns.name, &[]).await;
+    set_secret_value(&ns, "db", "password", "654321").await;
+    Kind::Deployment.wait_revisions(&ns, "web", 2).await;
+    assert_eq!(stakater_value(&ns).await, Some(secret_hash(&[("password", "654321")])));
+    plain_run.kill();
+
+    // Switched on: nothing rolls; the next change rolls once, with a keyed value.
+    let receiver = Receiver::start(Answer::Ok).await;
+    let alerts = [("ALERT_ON_RELOAD", "true"), ("ALERT_SINK", "webhook"), ("ALERT_WEBHOOK_URL", receiver.url.as_str())];
+    let mut on = Reloader::start_with_env(&ns.name, &keyed_flags, &alerts).await;
+    Kind::Deployment.stays_at_revisions(&ns, "web", 2).await;
+    set_secret_value(&ns, "db", "password", "111111").await;
+    Kind::Deployment.wait_revisions(&ns, "web", 3).await;
+    Kind::Deployment.stays_at_revisions(&ns, "web", 3).await;
+    let plain = secret_hash(&[("password", "111111")]);
+    assert_eq!(stakater_value(&ns).await, Some(keyed(&plain, K1)));
+    let mut output = all_output(&ns, &on, &[key_flag.as_str()]).await;
+    let alert = receiver.wait_requests(1).await;
+    output.extend(alert.iter().map(|a| a.body.as_str()));
+    assert!(output.contains("web"), "the alert was read");
+    assert!(output.contains("reloader_reload_executed_total"), "the channels were read");
+    assert!(output.contains("DEBUG") && output.contains("TRACE"), "the log was at trace level");
+    for needle in ["111111", plain.as_str(), K1] {
+        assert!(!output.contains(needle), "{needle} found in the run's output");
+    }
+    on.kill();
+
+    // Rotated: nothing rolls; the next change rolls once under the new key.
+    rotate_key(&ns, K2, K1).await;
+    let mut rotated = Reloader::start(&ns.name, &keyed_flags).await;
+    Kind::Deployment.stays_at_revisions(&ns, "web", 3).await;
+    set_secret_value(&ns, "db", "password", "222222").await;
+    Kind::Deployment.wait_revisions(&ns, "web", 4).await;
+    assert_eq!(stakater_value(&ns).await, Some(keyed(&secret_hash(&[("password", "222222")]), K2)));
+    rotated.kill();
+
+    // Switched off: nothing rolls; the next change rolls once with upstream's value again.
+    let off = Reloader::start(&ns.name, &[]).await;
+    Kind::Deployment.stays_at_revisions(&ns, "web", 4).await;
+    set_secret_value(&ns, "db", "password", "333333").await;
+    Kind::Deployment.wait_revisions(&ns, "web", 5).await;
+    Kind::Deployment.stays_at_revisions(&ns, "web", 5).await;
+    assert_eq!(stakater_value(&ns).await, Some(secret_hash(&[("password", "333333")])));
+    assert_eq!(off.count_log("updated 'web'"), 1);
+}
+
+#[tokio::test]
+async fn an_unusable_hash_key_secret_stops_the_controller_with_a_clear_error() {
+    let ns = TestNamespace::create("secret-badkey").await;
+    create_secret(&ns, "short", &[("key", "tooshort")], &[]).await;
+    for (reference, expected) in [
+        (format!("{}/short", ns.name), "at least 16 bytes".to_owned()),
+        (format!("{}/missing", ns.name), format!("reading the hash key Secret {}/missing", ns.name)),
+        ("no-slash".to_owned(), "<namespace>/<name>".to_owned()),
+    ] {
+        let flag = format!("--hash-key-secret={reference}");
+        let mut r = Reloader::spawn(&[&format!("--namespaces={}", ns.name), &flag], &[]);
+        assert_eq!(r.wait_exit(std::time::Duration::from_secs(30)).await, Some(1), "{reference}");
+        let logs = r.logs().join("\n");
+        assert!(logs.contains(&expected), "{reference}: {logs}");
+        assert!(!logs.contains("tooshort"), "the key bytes are never printed");
+    }
+}

@@ -161,6 +161,12 @@ pub struct Args {
     #[arg(long, env = "RELOADER_COALESCE_QUIET", default_value = "200ms", value_parser = parse_duration)]
     pub coalesce_quiet: Duration,
 
+    /// `<namespace>/<name>` of a Secret whose `key` entry (≥ 16 bytes) keys the Secret hashes written on
+    /// workloads: `STAKATER_*_SECRET` values and `last-reloaded-from` hashes become HMAC-SHA1 digests (same shape)
+    /// that reveal nothing about the Secret without the key. Switching it on, off or rotating it rolls nothing.
+    #[arg(long, env = "HASH_KEY_SECRET")]
+    pub hash_key_secret: Option<String>,
+
     /// Address of the metrics and health server (`/metrics`, `/live`, `/healthz`, `/readyz`); Go form `:9090`.
     #[arg(long, env = "METRICS_ADDR", default_value = ":9090")]
     pub metrics_addr: String,

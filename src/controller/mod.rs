@@ -114,7 +114,9 @@ pub async fn run(
     if webhook.is_some() {
         warn!("webhook-url is set, will only send webhook, no resources will be reloaded");
     }
-    let index = Mutex::new(Index::default());
+    let mut index = Index::default();
+    index.set_hash_key(settings.hash_key.clone());
+    let index = Mutex::new(index);
     let records_forbidden = Mutex::default();
     let limiter = crate::ratelimit::RateLimiter::new(settings.write_qps, settings.write_burst);
     let ctx = Arc::new(Context {

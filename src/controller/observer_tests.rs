@@ -46,6 +46,8 @@ fn context() -> Arc<Context> {
         lease_name: "stakater-reloader-lock".into(),
         write_qps: 0.0,
         write_burst: 1,
+        hash_key_secret: None,
+        hash_key: None,
     };
     Arc::new(Context {
         client: kube::Client::new(service, "default"),

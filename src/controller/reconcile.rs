@@ -297,7 +297,7 @@ fn template_change(r: &PlannedReload) -> TemplateChange {
         kind: r.config.kind,
         name: r.config.name.clone(),
         namespace: r.config.namespace.to_string(),
-        hash: r.hash,
+        hash: r.value,
         container: r.container.clone(),
         deleted: r.deleted,
     }

@@ -53,6 +53,10 @@ pub struct Settings {
     pub write_burst: u32,
     /// The Lease name (`--leader-election-id`), the `name` label of `leader_election_master_status`.
     pub lease_name: String,
+    /// `--hash-key-secret`, as given.
+    pub hash_key_secret: Option<String>,
+    /// The key loaded from it ([`Settings::load_hash_key`]).
+    pub hash_key: Option<crate::hash_key::HashKey>,
 }
 
 /// A kind whose API may not be installed: watched once discovery finds it.
@@ -135,6 +139,16 @@ impl Settings {
             lease_name: args.leader.leader_election_id.clone(),
             write_qps: args.kube_api_qps,
             write_burst: args.kube_api_burst,
+            hash_key_secret: args.hash_key_secret.clone(),
+            hash_key: None,
         })
+    }
+
+    /// Reads the `--hash-key-secret` key, when one is named.
+    pub async fn load_hash_key(&mut self, client: &kube::Client) -> Result<(), crate::hash_key::HashKeyError> {
+        if let Some(reference) = &self.hash_key_secret {
+            self.hash_key = Some(crate::hash_key::load(client, reference).await?);
+        }
+        Ok(())
     }
 }

@@ -133,6 +133,8 @@ pub struct Index {
     /// under the old one still count as current for that content. Bounded: the oldest are forgotten first.
     departed: HashMap<ConfigKey, (ContentHash, ContentHash)>,
     departed_order: VecDeque<ConfigKey>,
+    /// `--hash-key-secret`: Secret hashes written on templates are keyed by it.
+    hash_key: Option<crate::hash_key::HashKey>,
     /// Resource streams that have not completed a list yet (kind, namespace or all): the index does not know
     /// all resources of that kind there, so plans keep what the object records for them.
     unlisted_config_sources: HashSet<(ConfigKind, Option<String>)>,
@@ -151,6 +153,11 @@ impl ConfigFacts {
 }
 
 impl Index {
+    /// Sets the key Secret hashes are written under (`--hash-key-secret`).
+    pub fn set_hash_key(&mut self, key: Option<crate::hash_key::HashKey>) {
+        self.hash_key = key;
+    }
+
     /// Shares one allocation per namespace name across keys.
     pub fn intern(&mut self, namespace: &str) -> Arc<str> {
         if let Some(ns) = self.namespaces.get(namespace) {

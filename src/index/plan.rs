@@ -20,6 +20,8 @@ pub struct PlannedReload {
     pub config: ConfigKey,
     /// Its current hash (upstream's delete marker when it was deleted).
     pub hash: ContentHash,
+    /// What the template gets for it: `hash`, or for a Secret with `--hash-key-secret` the keyed digest of it.
+    pub value: ContentHash,
     /// The hash the workload was rolled with ([`ContentHash::NONE`] when it has none).
     pub previous: ContentHash,
     /// Container receiving the env var.
@@ -92,11 +94,21 @@ impl Index {
                     baselines.push((pair, facts.hash));
                 }
                 ReloadDecision::Reload { container, reason } => {
-                    let recorded = |h: &ContentHash| {
-                        let current = *h == facts.record_hash || self.departed_vouches(&config, facts.hash, *h);
-                        if current { facts.hash } else { *h }
+                    let key = self.hash_key.as_ref().filter(|_| config.kind == ConfigKind::Secret && !facts.deleted);
+                    let keyed = key.map(|k| facts.hash.sealed(k.bytes()));
+                    let formerly_keyed = key.and_then(|k| k.previous()).map(|p| facts.hash.sealed(p));
+                    // Every form the current content takes on an object: the plain hash (upstream's, and ours
+                    // before a key was set), the record's sealed form (also under a re-created Secret's former
+                    // UID), the keyed form.
+                    let current = |h: ContentHash| {
+                        let is_current = h == facts.hash
+                            || h == facts.record_hash
+                            || keyed == Some(h)
+                            || formerly_keyed == Some(h)
+                            || self.departed_vouches(&config, facts.hash, h);
+                        if is_current { facts.hash } else { h }
                     };
-                    let applied = applied(state, &pair, &container, recorded);
+                    let applied = applied(state, &pair, &container, current);
                     let Some(previous) = applied else {
                         baselines.push((pair.clone(), facts.hash));
                         record.insert(pair, facts.record_hash);
@@ -112,6 +124,7 @@ impl Index {
                         reloads.push(PlannedReload {
                             config,
                             hash: facts.hash,
+                            value: keyed.unwrap_or(facts.hash),
                             previous,
                             container,
                             reason,
@@ -150,7 +163,7 @@ impl Index {
             for r in &plan.reloads {
                 let pair = (r.config.kind, r.config.name.clone());
                 state.assumed.insert(pair.clone(), r.hash);
-                state.pending.insert(pair, r.hash);
+                state.pending.insert(pair, r.value);
             }
             if let Some(hashes) = &plan.applied_hashes {
                 state.persisted = Some(hashes.clone());
@@ -199,21 +212,22 @@ pub(super) fn reload_set(plan: &WorkloadPlan) -> Vec<(Pair, ContentHash)> {
 /// older than the template; a reload that cannot write it clears it), then the template's `STAKATER_*` /
 /// `last-reloaded-from` value (upstream's only memory: a takeover), then an in-memory baseline.
 ///
-/// `recorded` maps a record entry to the content hash it stands for: an entry sealed for the current content
-/// (also under a re-created Secret's former UID) counts as that content; an entry holding the plain hash (as
-/// written before Secret entries were sealed) counts as well; the next plan rewrites either sealed anew.
+/// `current` maps a value found on the object to the content hash it stands for when it is a form of the
+/// current content (a plain record entry from an earlier version, a keyed template value…); the next plan
+/// rewrites the record in today's form, the template only with the next real reload.
 fn applied(
     state: &WorkloadState,
     pair: &Pair,
     container: &str,
-    recorded: impl Fn(&ContentHash) -> ContentHash,
+    current: impl Fn(ContentHash) -> ContentHash,
 ) -> Option<ContentHash> {
     state
         .pending
         .get(pair)
         .copied()
-        .or_else(|| state.summary.applied_hashes.get(pair).map(recorded))
+        .or_else(|| state.summary.applied_hashes.get(pair).copied())
         .or_else(|| template_record(&state.summary, pair, Some(container)))
+        .map(current)
         .or_else(|| state.assumed.get(pair).copied())
 }
 

@@ -417,3 +417,69 @@ fn a_secret_recreated_with_the_same_content_rolls_nothing_and_with_new_content_r
         assert_eq!(entry, Some(recreated.record_hash), "resealed under the new UID");
     }
 }
+
+fn secret_user_recording(value: ContentHash, record: Option<ContentHash>) -> (WorkloadKey, WorkloadSummary) {
+    let (key, mut ws) = secret_user("web");
+    let (_, with_env) =
+        deployment("web", json!({}), json!([{"name": "STAKATER_DB_SECRET", "value": value.to_string()}]));
+    ws.env_records = with_env.env_records.into_iter().map(|(c, _, h)| (c, "STAKATER_DB_SECRET".into(), h)).collect();
+    if let Some(r) = record {
+        ws = secret_record(ws, r);
+    }
+    (key, ws)
+}
+
+fn keyed(key: &[u8]) -> Index {
+    let mut index = Index::default();
+    index.set_hash_key(crate::hash_key::HashKey::from_bytes(key));
+    index
+}
+
+#[test]
+fn keyed_hashes_switched_on_rotated_and_off_roll_nothing_and_the_next_change_rolls_once() {
+    let (k1, k2) = (b"first-key-0123456789".as_slice(), b"second-key-0123456789".as_slice());
+    let (ck, v1) = secret("db", "123456", "uid-1");
+    let (_, v2) = secret("db", "654321", "uid-1");
+    let (_, v3) = secret("db", "000000", "uid-1");
+
+    // Switched on over a template upstream wrote (plain SHA-1, no record): up to date.
+    let mut on = keyed(k1);
+    let (wk, ws) = secret_user_recording(v1.hash, None);
+    on.upsert_workload(wk.clone(), ws, Baseline::Current);
+    on.upsert_config(ck.clone(), v1, Baseline::Current);
+    assert!(full_plan(&mut on, &wk).reloads.is_empty(), "switching on rolls nothing");
+    on.upsert_config(ck.clone(), v2, Baseline::Current);
+    let p = full_plan(&mut on, &wk);
+    assert_eq!(p.reloads.len(), 1);
+    assert_eq!(p.reloads[0].value, v2.hash.sealed(k1), "the template gets the keyed digest");
+    assert_ne!(p.reloads[0].value, v2.hash);
+
+    // What the object says after that reload: keyed template value, sealed record.
+    let on_object = || secret_user_recording(v2.hash.sealed(k1), Some(v2.record_hash));
+    for (what, mut index) in [("rotated", keyed(k2)), ("switched off", Index::default()), ("restarted", keyed(k1))] {
+        let (wk, ws) = on_object();
+        index.upsert_workload(wk.clone(), ws, Baseline::Current);
+        index.upsert_config(ck.clone(), v2, Baseline::Current);
+        assert!(full_plan(&mut index, &wk).is_empty(), "{what}: nothing rolls");
+        index.upsert_config(ck.clone(), v3, Baseline::Current);
+        let p = full_plan(&mut index, &wk);
+        assert_eq!(p.reloads.len(), 1, "{what}: the next change rolls once");
+    }
+
+    // A keyed template value without a record (e.g. past the record budget): recognised under its key, and
+    // after a rotation under the former key kept as `previous`; under an unknown key it is a change.
+    let with_previous = crate::hash_key::HashKey::from_bytes(k2).map(|k| k.with_previous(k1));
+    for (what, key, rolls) in [("same key", Some(k1), false), ("unknown key", Some(k2), true)] {
+        let mut index = keyed(key.unwrap_or_default());
+        let (wk, ws) = secret_user_recording(v2.hash.sealed(k1), None);
+        index.upsert_workload(wk.clone(), ws, Baseline::Current);
+        index.upsert_config(ck.clone(), v2, Baseline::Current);
+        assert_eq!(!full_plan(&mut index, &wk).reloads.is_empty(), rolls, "{what}");
+    }
+    let mut rotated = Index::default();
+    rotated.set_hash_key(with_previous);
+    let (wk, ws) = secret_user_recording(v2.hash.sealed(k1), None);
+    rotated.upsert_workload(wk.clone(), ws, Baseline::Current);
+    rotated.upsert_config(ck, v2, Baseline::Current);
+    assert!(full_plan(&mut rotated, &wk).reloads.is_empty(), "former key kept as previous");
+}

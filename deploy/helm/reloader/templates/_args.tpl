@@ -90,6 +90,9 @@ the flag is dropped and Reloader keeps reloading (NOTES.txt warns). */}}
 - "--enable-pprof"
 - "--pprof-addr={{ $r.pprofAddr }}"
 {{- end }}
+{{- if $r.hashKey.enabled }}
+- "--hash-key-secret={{ include "reloader-namespace" $ }}/{{ include "reloader-hash-key-name" $ }}"
+{{- end }}
 {{- with $r.coalesceWindow }}
 - "--coalesce-window={{ . }}"
 {{- end }}

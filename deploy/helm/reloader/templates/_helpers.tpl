@@ -178,3 +178,8 @@ Jobs/CronJobs/Rollouts/DeploymentConfigs fresh before rewriting them, and writes
   resources: [events]
   verbs: [create, patch]
 {{- end -}}
+
+{{/* The Secret holding the --hash-key-secret key: the user's, or the one the chart creates. */}}
+{{- define "reloader-hash-key-name" -}}
+{{- .Values.reloader.hashKey.existingSecret | default (printf "%s-hash-key" (include "reloader-fullname" .)) -}}
+{{- end -}}
