@@ -67,8 +67,16 @@ fn keyed(plain: &str, key: &str) -> String {
     hash.sealed(key.as_bytes()).to_string()
 }
 
+/// The hash the template records for Secret `db`: its `STAKATER_DB_SECRET` env var, or with the annotations
+/// strategy the `hash` of `last-reloaded-from`.
 async fn stakater_value(ns: &TestNamespace) -> Option<String> {
-    Kind::Deployment.env(ns, "web", "app", "STAKATER_DB_SECRET").await
+    if let Some(v) = Kind::Deployment.env(ns, "web", "app", "STAKATER_DB_SECRET").await {
+        return Some(v);
+    }
+    let template = Kind::Deployment.template(ns, "web").await;
+    let text = template.metadata?.annotations?.get("reloader.stakater.com/last-reloaded-from")?.clone();
+    let value: serde_json::Value = serde_json::from_str(&text).ok()?;
+    value["hash"].as_str().map(str::to_owned)
 }
 
 /// The channels a run's output goes to, as one text: the controller's log (trace level), the namespace's
@@ -98,17 +106,28 @@ async fn rotate_key(ns: &TestNamespace, key: &str, previous: &str) {
 }
 
 #[tokio::test]
-async fn keyed_hashes_hide_secret_content_and_switching_rotating_or_unsetting_the_key_rolls_nothing() {
-    let ns = TestNamespace::create("secret-keyed").await;
+async fn keyed_hashes_hide_secret_content_and_switching_rotating_or_unsetting_the_key_rolls_nothing_env_vars() {
+    keyed_hashes_hide_secret_content_and_switching_rotating_or_unsetting_the_key_rolls_nothing("env-vars").await;
+}
+
+#[tokio::test]
+async fn keyed_hashes_hide_secret_content_and_switching_rotating_or_unsetting_the_key_rolls_nothing_annotations() {
+    keyed_hashes_hide_secret_content_and_switching_rotating_or_unsetting_the_key_rolls_nothing("annotations").await;
+}
+
+async fn keyed_hashes_hide_secret_content_and_switching_rotating_or_unsetting_the_key_rolls_nothing(strategy: &str) {
+    let ns = TestNamespace::create(&format!("secret-keyed-{strategy}")).await;
+    let strategy_flag = format!("--reload-strategy={strategy}");
     create_secret(&ns, "hash-key", &[("key", K1)], &[]).await;
     create_secret(&ns, "db", &[("password", "123456")], &[]).await;
     let meta = json!({"reloader.stakater.com/auto": "true"});
     Kind::Deployment.create(&ns, "web", meta, json!({}), volume_secret("db")).await;
     let key_flag = format!("--hash-key-secret={}/hash-key", ns.name);
-    let keyed_flags = [key_flag.as_str(), "--log-level=trace"];
+    let keyed_flags = [key_flag.as_str(), "--log-level=trace", strategy_flag.as_str()];
+    let plain_flags = [strategy_flag.as_str()];
 
     // Default mode: upstream's plain SHA-1.
-    let mut plain_run = Reloader::start(&ns.name, &[]).await;
+    let mut plain_run = Reloader::start(&ns.name, &plain_flags).await;
     set_secret_value(&ns, "db", "password", "654321").await;
     Kind::Deployment.wait_revisions(&ns, "web", 2).await;
     assert_eq!(stakater_value(&ns).await, Some(secret_hash(&[("password", "654321")])));
@@ -145,7 +164,7 @@ async fn keyed_hashes_hide_secret_content_and_switching_rotating_or_unsetting_th
     rotated.kill();
 
     // Switched off: nothing rolls; the next change rolls once with upstream's value again.
-    let off = Reloader::start(&ns.name, &[]).await;
+    let off = Reloader::start(&ns.name, &plain_flags).await;
     Kind::Deployment.stays_at_revisions(&ns, "web", 4).await;
     set_secret_value(&ns, "db", "password", "333333").await;
     Kind::Deployment.wait_revisions(&ns, "web", 5).await;
