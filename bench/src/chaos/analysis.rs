@@ -3,8 +3,8 @@
 //!
 //! Every content the runner writes to a resource has a sequence number (0 = creation) and a unique hash, so each
 //! reload mark on a template names the exact content it was rolled for. Per workload (which uses exactly one
-//! resource), the writes are taken in the order the watch delivered them, with `best` = the newest sequence
-//! rolled so far (0 at creation):
+//! resource), the writes are taken in the order the watch delivered them, with `best` = the newest content
+//! rolled so far (the creation at first), "newest" in commit order (the `resourceVersion` of the update):
 //!
 //! - a write is **progressive** when it changes a reload mark to a known content of the workload's resource
 //!   newer than `best` (it then becomes `best`). Several updates folded into one write (coalescing, or a
@@ -35,11 +35,23 @@ pub struct ResourceContents {
     pub final_hash: String,
     /// When each acknowledged update was acknowledged (since the run's start).
     pub committed: Vec<Duration>,
+    /// Commit order of each content by sequence: the `resourceVersion` the API server returned (0 for the
+    /// creation and for updates whose request failed). Two update tasks can write one resource at once, and the
+    /// API server may commit them in another order than they were sent (seen around an API server restart).
+    pub commit_rv: Vec<u64>,
 }
 
 impl ResourceContents {
     fn seq_of(&self, hash: &str) -> Option<usize> {
         self.hashes.iter().position(|h| h == hash)
+    }
+
+    /// Where content `seq` stands in the resource's history: in commit order; an update without a known commit
+    /// (creation, failed request) stands right after the nearest acknowledged content sent before it.
+    fn rank(&self, seq: usize) -> (u64, usize) {
+        let known = |s: usize| self.commit_rv.get(s).copied().filter(|rv| *rv > 0);
+        let rv = (0..=seq).rev().find_map(known).unwrap_or(0);
+        (rv, seq)
     }
 }
 
@@ -146,7 +158,7 @@ pub fn must_converge(since: Duration, res: &ResourceContents) -> bool {
 }
 
 fn classify_writes(f: &mut Figures, w: &WorkloadHistory, res: &ResourceContents, converged_at: Option<Duration>) {
-    let mut best = 0usize;
+    let mut best = res.rank(0);
     for write in &w.writes {
         f.rollouts += 1;
         let at = write.at.as_secs_f64();
@@ -167,10 +179,13 @@ fn classify_writes(f: &mut Figures, w: &WorkloadHistory, res: &ResourceContents,
             f.unknown += 1;
             f.problem(format!("{}: duplicate at {at:.1} s: unknown hash {:?}", w.label, write.changed));
         } else {
-            let newest = seqs.into_iter().flatten().max().unwrap_or(0);
+            let newest = seqs.into_iter().flatten().map(|s| res.rank(s)).max().unwrap_or(res.rank(0));
             if newest <= best {
                 f.stale += 1;
-                f.problem(format!("{}: duplicate at {at:.1} s: content #{newest} after #{best} was rolled", w.label));
+                f.problem(format!(
+                    "{}: duplicate at {at:.1} s: content #{} after #{} was rolled (commit order)",
+                    w.label, newest.1, best.1
+                ));
             } else {
                 best = newest;
             }

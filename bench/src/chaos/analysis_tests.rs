@@ -14,6 +14,7 @@ fn resource(n: usize) -> ResourceContents {
         hashes: (0..=n).map(|i| format!("h{i}")).collect(),
         final_hash: format!("h{n}"),
         committed: (1..=n).map(|i| secs(i as f64)).collect(),
+        commit_rv: (0..=n as u64).map(|i| i * 10).collect(),
     }
 }
 
@@ -120,4 +121,19 @@ fn a_workload_created_mid_run_counts_only_later_updates() {
     let f = analyze(&[w], &[resource(3)], Some(secs(5.0)));
     assert_eq!((f.expected, f.must_converge), (1, 1));
     assert!(f.clean(), "{f:?}");
+}
+
+#[test]
+fn contents_committed_out_of_send_order_are_ranked_by_commit_not_by_sequence() {
+    // Two update tasks sent #2 and #3 at once; the API server committed #3 first (rv 30), then #2 (rv 40).
+    let mut res = resource(3);
+    res.commit_rv = vec![0, 10, 40, 30];
+    res.final_hash = "h2".into();
+    let w = workload(vec![write(1.1, "h1"), write(3.1, "h3"), write(3.2, "h2")], Some("h2"));
+    let f = analyze(&[w], &[res.clone()], Some(secs(4.0)));
+    assert!(f.clean(), "#3 then #2 is the commit order: {f:?}");
+    // Rolling back to #3 after #2 is a stale duplicate.
+    let w = workload(vec![write(1.1, "h1"), write(3.1, "h3"), write(3.2, "h2"), write(3.3, "h3")], Some("h2"));
+    let f = analyze(&[w], &[res], Some(secs(4.0)));
+    assert_eq!(f.stale, 1, "{f:?}");
 }

@@ -54,7 +54,9 @@ pub async fn read_contents(
                 })
                 .map_err(|e| Error::kube(format!("read Secret {ns}/{}", def.name), e))?,
         };
-        out.push(ResourceContents { hashes, final_hash: hash_data(&data), committed });
+        let mine = updates.iter().filter(|u| u.config == i);
+        let commit_rv = std::iter::once(0).chain(mine.map(|u| if u.hash.is_some() { u.order } else { 0 })).collect();
+        out.push(ResourceContents { hashes, final_hash: hash_data(&data), committed, commit_rv });
     }
     Ok(out)
 }
