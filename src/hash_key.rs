@@ -117,5 +117,9 @@ mod tests {
         assert!(HashKey::from_bytes(b"short").is_none());
         let key = HashKey::from_bytes(b"0123456789abcdef-secret").expect("key");
         assert_eq!(format!("{key:?}"), "HashKey(redacted)");
+        assert_eq!(key.clone().with_previous(b"short").previous(), None, "a short former key is ignored");
+        let rotated = key.with_previous(b"fedcba9876543210-former");
+        assert_eq!(rotated.previous(), Some(b"fedcba9876543210-former".as_slice()));
+        assert_eq!(format!("{rotated:?}"), "HashKey(redacted)");
     }
 }
