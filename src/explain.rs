@@ -39,7 +39,7 @@ use crate::{
 pub enum ExplainError {
     /// The argument is not `<kind>/<name>` with a known kind.
     #[error(
-        "{0:?} is not <kind>/<name>; kinds: deployment, statefulset, daemonset, cronjob, job, rollout, deploymentconfig"
+        "{0:?} is not <kind>/<name>; kinds: deployment, statefulset, daemonset, cronjob, job, rollout, deploymentconfig, configmap, secret"
     )]
     Target(String),
     /// Reading from the cluster failed.
@@ -193,7 +193,7 @@ pub async fn run(
 
 /// Why the controller does not act on changes in `namespace` (as the observer decides: scope, then
 /// `--namespaces-to-ignore`, then `--namespace-selector` evaluated by the API server).
-async fn namespace_inactive(
+pub(crate) async fn namespace_inactive(
     client: &Client,
     namespace: &str,
     settings: &Settings,

@@ -44,13 +44,16 @@ async fn main() -> ExitCode {
 
 /// `reloader explain`: prints the explanation, or the error (status 1).
 async fn explain(workload: &str, namespace: &str, settings: &Settings) -> ExitCode {
-    let target = match reloader::explain::parse_target(workload) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
+    // A workload (`deployment/web`) or, the other direction, a resource (`configmap/cfg`, `secret/db`).
+    let target =
+        match (reloader::explain::parse_target(workload), reloader::explain_reverse::parse_config_target(workload)) {
+            (Ok(w), _) => Ok(w),
+            (Err(_), Some(config)) => Err(config),
+            (Err(e), None) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        };
     let client = match kube::Client::try_default().await {
         Ok(c) => c,
         Err(e) => {
@@ -63,7 +66,11 @@ async fn explain(workload: &str, namespace: &str, settings: &Settings) -> ExitCo
         eprintln!("error: {e}");
         return ExitCode::FAILURE;
     }
-    match reloader::explain::run(&client, target, namespace, &settings).await {
+    let answer = match target {
+        Ok(workload) => reloader::explain::run(&client, workload, namespace, &settings).await,
+        Err(config) => reloader::explain_reverse::run(&client, config, namespace, &settings).await,
+    };
+    match answer {
         Ok(text) => {
             print!("{text}");
             ExitCode::SUCCESS

@@ -321,3 +321,43 @@ async fn explains_reasons_and_whether_a_restart_would_roll_it() {
     assert!(!ok);
     assert!(err.contains("\"pod/web\" is not <kind>/<name>"), "{err}");
 }
+
+#[tokio::test]
+async fn explains_which_workloads_a_configmap_or_secret_change_would_roll() {
+    let ns = TestNamespace::create("explain-rev").await;
+    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
+    create_secret(&ns, "creds", &[("password", "hunter2")], &[("reloader.stakater.com/ignore", "true")]).await;
+    let auto = json!({"reloader.stakater.com/auto": "true"});
+    Kind::Deployment.create(&ns, "web", auto.clone(), json!({}), env_from_configmap("cfg")).await;
+    Kind::StatefulSet.create(&ns, "db", json!({}), json!({}), env_from_configmap("cfg")).await;
+    Kind::Deployment.create(&ns, "vault", auto, json!({}), volume_secret("creds")).await;
+
+    let (ok, out, err) = explain(&ns, &[], "configmap/cfg");
+    assert!(ok, "{err}");
+    assert_eq!(
+        out,
+        format!(
+            "ConfigMap {ns}/cfg\n\
+             \x20 would roll out (1), strategy env-vars:\n\
+             \x20   Deployment web: auto: referenced via envFrom; container app\n\
+             \x20 use it but would not roll out (1):\n\
+             \x20   StatefulSet db: no matching annotation\n\
+             \x20 Rollouts are not watched: never rolled\n",
+            ns = ns.name
+        )
+    );
+    let (ok, out, err) = explain(&ns, &["--ignored-workload-types=jobs,cronjobs"], "secret/creds");
+    assert!(ok, "{err}");
+    assert!(out.contains("  would roll out (0), strategy env-vars:\n"), "{out}");
+    assert!(out.contains("    Deployment vault: ignored: resource has the ignore annotation\n"), "{out}");
+    assert!(out.contains("  CronJobs are not watched: never rolled\n  Jobs are not watched: never rolled\n"), "{out}");
+    assert!(!out.contains("hunter2") && !err.contains("hunter2"), "never Secret data");
+    let ignore = format!("--namespaces-to-ignore={}", ns.name);
+    let (ok, out, err) = explain(&ns, &[&ignore], "cm/cfg");
+    assert!(ok, "{err}");
+    assert!(out.contains("ignored (--namespaces-to-ignore); a change rolls nothing"), "{out}");
+    assert!(out.contains("would roll out if it were watched (1)"), "{out}");
+    let (ok, out, err) = explain(&ns, &[], "configmap/missing");
+    assert!(ok, "{err}");
+    assert!(out.contains("not found: decisions below assume it has no ignore/match annotation"), "{out}");
+}

@@ -238,7 +238,8 @@ pub enum Command {
     /// out now; then exit. Reads only (one GET, one LIST per watched kind).
     Explain {
         /// `<kind>/<name>`, e.g. `deployment/web` (deployment, statefulset, daemonset, cronjob, job, rollout,
-        /// deploymentconfig; kubectl's short names work).
+        /// deploymentconfig; kubectl's short names work), or a resource (`configmap/cfg`, `secret/db`): which
+        /// workloads a change of it would roll out.
         workload: String,
         /// The workload's namespace.
         #[arg(short = 'n', long, default_value = "default")]

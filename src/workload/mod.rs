@@ -59,6 +59,17 @@ pub enum WorkloadKind {
 }
 
 impl WorkloadKind {
+    /// Every kind.
+    pub const ALL: [Self; 7] = [
+        Self::Deployment,
+        Self::StatefulSet,
+        Self::DaemonSet,
+        Self::CronJob,
+        Self::Job,
+        Self::Rollout,
+        Self::DeploymentConfig,
+    ];
+
     /// The kind's API version.
     pub fn api_version(self) -> &'static str {
         match self {
