@@ -148,6 +148,29 @@ async fn the_applied_record_never_outgrows_the_object_nor_blocks_a_reload() {
 }
 
 #[tokio::test]
+async fn a_record_that_no_longer_fits_is_cleared_with_the_reload_so_it_never_rolls_again() {
+    let ns = TestNamespace::create("record-clear").await;
+    create_configmap(&ns, "main", &[("k", "1")], &[]).await;
+    create_configmap(&ns, "other", &[("k", "1")], &[]).await;
+    // About 130 bytes free: the one-entry record below (~99 bytes) fits, a two-entry one (~162) does not.
+    let old = format!("{{\"configmap/main\":\"{}\"}}", configmap_hash(&[("k", "1")]));
+    let meta = json!({"configmap.reloader.stakater.com/reload": "main,other", LAST_APPLIED: filler(261_890),
+                      "reloader.stakater.com/applied-hashes": old});
+    Kind::Deployment.create(&ns, "web", meta, json!({}), env_from_configmap("main")).await;
+    let mut first = Reloader::start(&ns.name, &[]).await;
+    set_configmap_data(&ns, "main", &[("k", "2")]).await;
+    Kind::Deployment.wait_revisions(&ns, "web", 2).await;
+    let d = ns.api::<Deployment>().get("web").await.expect("get");
+    let record = d.metadata.annotations.unwrap_or_default().remove("reloader.stakater.com/applied-hashes");
+    assert_eq!(record.as_deref(), Some("{}"), "the stale record is cleared, not left older than the template");
+    Kind::Deployment.stays_at_revisions(&ns, "web", 2).await;
+    first.kill();
+    let second = Reloader::start(&ns.name, &[]).await;
+    Kind::Deployment.stays_at_revisions(&ns, "web", 2).await;
+    assert_eq!(second.count_log("updated 'web'"), 0);
+}
+
+#[tokio::test]
 async fn a_change_made_while_the_role_was_missing_is_applied_once_it_is_back() {
     use k8s_openapi::api::rbac::v1::Role;
     use kube::api::{Patch, PatchParams, PostParams};
