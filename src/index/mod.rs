@@ -418,4 +418,6 @@ impl Index {
 }
 
 #[cfg(test)]
+mod secret_tests;
+#[cfg(test)]
 mod tests;
