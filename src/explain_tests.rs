@@ -50,6 +50,16 @@ fn web(env: serde_json::Value) -> (WorkloadKey, WorkloadSummary) {
     summarise(&deployment, &AnnotationKeys::default()).expect("summary")
 }
 
+/// What the controller sees, without a hash key.
+fn visible<'a>(
+    configs: &'a [(ConfigKey, ConfigFacts)],
+    watched: &'a [ConfigKind],
+    namespace_inactive: Option<String>,
+    start: Baseline,
+) -> Visible<'a> {
+    Visible { namespace_inactive, configs, watched, start, hash_key: None }
+}
+
 fn configs() -> Vec<(ConfigKey, ConfigFacts)> {
     vec![
         config(ConfigKind::Secret, "creds", hash_of("s"), true),
@@ -64,13 +74,7 @@ fn explains_each_resource_with_the_controllers_reasons() {
     let (key, summary) = web(json!([]));
     let watched = [ConfigKind::ConfigMap, ConfigKind::Secret];
     let configs = configs();
-    let visible = Visible {
-        namespace_inactive: None,
-        configs: &configs,
-        watched: &watched,
-        start: Baseline::Current,
-        hash_key: None,
-    };
+    let visible = visible(&configs, &watched, None, Baseline::Current);
     let text = explain(&key, &summary, &visible, DecisionSettings::default(), ReloadStrategy::EnvVars);
     assert_eq!(
         text,
@@ -87,13 +91,7 @@ fn a_recorded_hash_that_differs_from_the_content_would_roll_out_now() {
     let (key, summary) = web(json!([{"name": "STAKATER_CFG_CONFIGMAP", "value": hash_of("1").to_string()}]));
     let watched = [ConfigKind::ConfigMap];
     let configs = configs();
-    let visible = Visible {
-        namespace_inactive: None,
-        configs: &configs,
-        watched: &watched,
-        start: Baseline::Current,
-        hash_key: None,
-    };
+    let visible = visible(&configs, &watched, None, Baseline::Current);
     let text = explain(&key, &summary, &visible, DecisionSettings::default(), ReloadStrategy::EnvVars);
     assert!(text.contains("  Secrets are not watched (--resources-to-ignore): they never reload it\n"), "{text}");
     assert!(
@@ -112,13 +110,7 @@ fn an_inactive_namespace_is_said_first_and_nothing_is_planned() {
     let configs = configs();
     let watched = [ConfigKind::ConfigMap];
     let why = Some("ignored (--namespaces-to-ignore)".to_owned());
-    let visible = Visible {
-        namespace_inactive: why,
-        configs: &configs,
-        watched: &watched,
-        start: Baseline::Current,
-        hash_key: None,
-    };
+    let visible = visible(&configs, &watched, why, Baseline::Current);
     let text = explain(&key, &summary, &visible, DecisionSettings::default(), ReloadStrategy::EnvVars);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines[1], "  namespace shop: ignored (--namespaces-to-ignore); no change in it reloads anything");
@@ -130,13 +122,7 @@ fn with_sync_after_restart_an_unrecorded_workload_would_roll() {
     let (key, summary) = web(json!([]));
     let configs = configs();
     let watched = [ConfigKind::ConfigMap];
-    let visible = Visible {
-        namespace_inactive: None,
-        configs: &configs,
-        watched: &watched,
-        start: Baseline::Stale,
-        hash_key: None,
-    };
+    let visible = visible(&configs, &watched, None, Baseline::Stale);
     let text = explain(&key, &summary, &visible, DecisionSettings::default(), ReloadStrategy::EnvVars);
     let cfg = format!(
         "  now: would roll out for ConfigMap cfg: the workload records no hash, the content is {}\n",
