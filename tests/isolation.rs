@@ -152,9 +152,12 @@ async fn a_record_that_no_longer_fits_is_cleared_with_the_reload_so_it_never_rol
     let ns = TestNamespace::create("record-clear").await;
     create_configmap(&ns, "main", &[("k", "1")], &[]).await;
     create_configmap(&ns, "other", &[("k", "1")], &[]).await;
-    // About 130 bytes free: the one-entry record below (~99 bytes) fits, a two-entry one (~162) does not.
+    // The API server counts keys and values against 262,144 bytes. Besides the filler: the last-applied key (48),
+    // the reload annotation (38 + 10), the record's key (36) and the Deployment controller's revision annotation
+    // (33 + 1), which may not be there yet when the reload is written. That leaves 78 bytes for the record's value
+    // (112 without the revision): the one-entry record (61) fits either way, the two-entry one (122) never does.
     let old = format!("{{\"configmap/main\":\"{}\"}}", configmap_hash(&[("k", "1")]));
-    let meta = json!({"configmap.reloader.stakater.com/reload": "main,other", LAST_APPLIED: filler(261_890),
+    let meta = json!({"configmap.reloader.stakater.com/reload": "main,other", LAST_APPLIED: filler(261_900),
                       "reloader.stakater.com/applied-hashes": old});
     Kind::Deployment.create(&ns, "web", meta, json!({}), env_from_configmap("main")).await;
     let mut first = Reloader::start(&ns.name, &[]).await;
