@@ -45,7 +45,6 @@ pub mod decision;
 pub mod duration;
 pub mod events;
 pub mod explain;
-pub mod explain_reverse;
 pub mod hash;
 pub mod hash_key;
 pub mod http;

@@ -30,8 +30,8 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if let Some(Command::Explain { workload, namespace }) = &args.command {
-        return explain(workload, namespace, &settings).await;
+    if let Some(Command::Explain(explain_args)) = &args.command {
+        return explain(explain_args, &settings).await;
     }
     match run(args, settings, election).await {
         Ok(()) => ExitCode::SUCCESS,
@@ -42,42 +42,17 @@ async fn main() -> ExitCode {
     }
 }
 
-/// `reloader explain`: prints the explanation, or the error (status 1).
-async fn explain(workload: &str, namespace: &str, settings: &Settings) -> ExitCode {
-    // A workload (`deployment/web`) or, the other direction, a resource (`configmap/cfg`, `secret/db`).
-    let target =
-        match (reloader::explain::parse_target(workload), reloader::explain_reverse::parse_config_target(workload)) {
-            (Ok(w), _) => Ok(w),
-            (Err(_), Some(config)) => Err(config),
-            (Err(e), None) => {
-                eprintln!("error: {e}");
-                return ExitCode::from(2);
-            }
-        };
-    let client = match kube::Client::try_default().await {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("error: no Kubernetes client: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let mut settings = settings.clone();
-    if let Err(e) = settings.load_hash_key(&client).await {
-        eprintln!("error: {e}");
-        return ExitCode::FAILURE;
-    }
-    let answer = match target {
-        Ok(workload) => reloader::explain::run(&client, workload, namespace, &settings).await,
-        Err(config) => reloader::explain_reverse::run(&client, config, namespace, &settings).await,
-    };
-    match answer {
+/// `reloader explain`: prints the answer, or the error (status 2 for a bad command line, 1 otherwise).
+async fn explain(args: &reloader::config::ExplainArgs, settings: &Settings) -> ExitCode {
+    use reloader::explain::cli::{Failure, answer};
+    match answer(args, settings).await {
         Ok(text) => {
             print!("{text}");
             ExitCode::SUCCESS
         }
         Err(e) => {
             eprintln!("error: {e}");
-            ExitCode::FAILURE
+            ExitCode::from(if matches!(e, Failure::Usage(_)) { 2 } else { 1 })
         }
     }
 }

@@ -1,14 +1,11 @@
 //! Operations on the real control plane: metrics scraped from a running controller move by exactly the
-//! expected amounts, health endpoints follow startup, SIGTERM exits cleanly, the meta-info ConfigMap is published,
-//! `reloader explain` answers as the controller decides.
+//! expected amounts, health endpoints follow startup, SIGTERM exits cleanly, the meta-info ConfigMap is published.
 
 mod common;
 
-use std::{process::Command, time::Duration};
+use std::time::Duration;
 
 use common::*;
-use k8s_openapi::api::apps::v1::Deployment;
-use kube::api::{Patch, PatchParams};
 use serde_json::json;
 
 async fn scrape(base: &str) -> String {
@@ -248,116 +245,4 @@ async fn the_meta_info_configmap_describes_the_running_controller() {
     assert_eq!(options["reloadStrategy"], "env-vars");
     assert_eq!(options["reloaderAutoAnnotation"], "reloader.stakater.com/auto");
     assert_eq!(doc("buildInfo")["edition"], "oss");
-}
-
-/// Runs `reloader <flags> explain <target> -n <ns>`: (success, stdout, stderr).
-fn explain(ns: &TestNamespace, flags: &[&str], target: &str) -> (bool, String, String) {
-    let kubeconfig = std::env::var(testenv::harness::KUBECONFIG_ENV).expect("test kubeconfig");
-    let out = Command::new(env!("CARGO_BIN_EXE_reloader"))
-        .args(flags)
-        .args(["explain", target, "-n", &ns.name])
-        .env("KUBECONFIG", kubeconfig)
-        .output()
-        .expect("run reloader explain");
-    let text = |b: Vec<u8>| String::from_utf8_lossy(&b).into_owned();
-    (out.status.success(), text(out.stdout), text(out.stderr))
-}
-
-#[tokio::test]
-async fn explains_reasons_and_whether_a_restart_would_roll_it() {
-    let ns = TestNamespace::create("explain").await;
-    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
-    create_secret(&ns, "creds", &[("password", "hunter2")], &[("reloader.stakater.com/ignore", "true")]).await;
-    let pod_spec = json!({
-        "containers": [{"name": "app", "image": "x", "envFrom": [{"configMapRef": {"name": "cfg"}}],
-            "volumeMounts": [{"name": "v", "mountPath": "/v"}]}],
-        "volumes": [{"name": "v", "secret": {"secretName": "creds"}}]
-    });
-    Kind::Deployment.create(&ns, "web", json!({"reloader.stakater.com/auto": "true"}), json!({}), pod_spec).await;
-
-    let (ok, out, err) = explain(&ns, &[], "deployment/web");
-    assert!(ok, "{err}");
-    assert_eq!(
-        out,
-        format!(
-            "Deployment {ns}/web\n\
-             \x20 ConfigMap cfg: reloads on change (auto: referenced via envFrom; container app)\n\
-             \x20 Secret creds: does not reload (ignored: resource has the ignore annotation)\n\
-             \x20 now: up to date; a controller starting now would not roll it out\n",
-            ns = ns.name
-        )
-    );
-    assert!(!out.contains("hunter2") && !err.contains("hunter2"), "never Secret data");
-
-    // The workload records an older content of cfg (as after a change the controller missed while down).
-    let older = configmap_hash(&[("k", "0")]);
-    let record = json!({"spec": {"template": {"spec": {"containers": [
-        {"name": "app", "env": [{"name": "STAKATER_CFG_CONFIGMAP", "value": older}]}]}}}});
-    ns.api::<Deployment>().patch("web", &PatchParams::default(), &Patch::Strategic(&record)).await.expect("patch");
-    let (ok, out, err) = explain(&ns, &["--resources-to-ignore=secrets"], "deploy/web");
-    assert!(ok, "{err}");
-    assert!(out.contains("  Secrets are not watched (--resources-to-ignore): they never reload it\n"), "{out}");
-    let current = configmap_hash(&[("k", "1")]);
-    let expected =
-        format!("  now: would roll out for ConfigMap cfg: the workload records {older}, the content is {current}\n");
-    assert!(out.ends_with(&expected), "{out}");
-
-    let ignore = format!("--namespaces-to-ignore={}", ns.name);
-    let (ok, out, err) = explain(&ns, &[&ignore], "deployment/web");
-    assert!(ok, "{err}");
-    let line = format!("  namespace {}: ignored (--namespaces-to-ignore); no change in it reloads anything\n", ns.name);
-    assert!(out.contains(&line) && !out.contains("now:"), "{out}");
-    let (ok, out, err) = explain(&ns, &["--namespace-selector=team=nobody"], "deployment/web");
-    assert!(ok, "{err}");
-    assert!(out.contains("does not match --namespace-selector team=nobody"), "{out}");
-    let selected = format!("--namespace-selector=kubernetes.io/metadata.name={}", ns.name);
-    let (ok, out, err) = explain(&ns, &[&selected], "deployment/web");
-    assert!(ok && !out.contains("namespace-selector") && out.contains("now: would roll out"), "{out}{err}");
-
-    let (ok, _, err) = explain(&ns, &[], "deployment/missing");
-    assert!(!ok);
-    assert!(err.contains(&format!("reading Deployment {}/missing", ns.name)), "{err}");
-    let (ok, _, err) = explain(&ns, &[], "pod/web");
-    assert!(!ok);
-    assert!(err.contains("\"pod/web\" is not <kind>/<name>"), "{err}");
-}
-
-#[tokio::test]
-async fn explains_which_workloads_a_configmap_or_secret_change_would_roll() {
-    let ns = TestNamespace::create("explain-rev").await;
-    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
-    create_secret(&ns, "creds", &[("password", "hunter2")], &[("reloader.stakater.com/ignore", "true")]).await;
-    let auto = json!({"reloader.stakater.com/auto": "true"});
-    Kind::Deployment.create(&ns, "web", auto.clone(), json!({}), env_from_configmap("cfg")).await;
-    Kind::StatefulSet.create(&ns, "db", json!({}), json!({}), env_from_configmap("cfg")).await;
-    Kind::Deployment.create(&ns, "vault", auto, json!({}), volume_secret("creds")).await;
-
-    let (ok, out, err) = explain(&ns, &[], "configmap/cfg");
-    assert!(ok, "{err}");
-    assert_eq!(
-        out,
-        format!(
-            "ConfigMap {ns}/cfg\n\
-             \x20 would roll out (1), strategy env-vars:\n\
-             \x20   Deployment web: auto: referenced via envFrom; container app\n\
-             \x20 use it but would not roll out (1):\n\
-             \x20   StatefulSet db: no matching annotation\n\
-             \x20 Rollouts are not watched: never rolled\n",
-            ns = ns.name
-        )
-    );
-    let (ok, out, err) = explain(&ns, &["--ignored-workload-types=jobs,cronjobs"], "secret/creds");
-    assert!(ok, "{err}");
-    assert!(out.contains("  would roll out (0), strategy env-vars:\n"), "{out}");
-    assert!(out.contains("    Deployment vault: ignored: resource has the ignore annotation\n"), "{out}");
-    assert!(out.contains("  CronJobs are not watched: never rolled\n  Jobs are not watched: never rolled\n"), "{out}");
-    assert!(!out.contains("hunter2") && !err.contains("hunter2"), "never Secret data");
-    let ignore = format!("--namespaces-to-ignore={}", ns.name);
-    let (ok, out, err) = explain(&ns, &[&ignore], "cm/cfg");
-    assert!(ok, "{err}");
-    assert!(out.contains("ignored (--namespaces-to-ignore); a change rolls nothing"), "{out}");
-    assert!(out.contains("would roll out if it were watched (1)"), "{out}");
-    let (ok, out, err) = explain(&ns, &[], "configmap/missing");
-    assert!(ok, "{err}");
-    assert!(out.contains("not found: decisions below assume it has no ignore/match annotation"), "{out}");
 }

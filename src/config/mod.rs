@@ -235,16 +235,10 @@ pub struct Args {
 #[derive(Clone, Debug, clap::Subcommand)]
 pub enum Command {
     /// Print which ConfigMaps and Secrets reload a workload and why, and whether the controller would roll it
-    /// out now; then exit. Reads only (one GET, one LIST per watched kind).
-    Explain {
-        /// `<kind>/<name>`, e.g. `deployment/web` (deployment, statefulset, daemonset, cronjob, job, rollout,
-        /// deploymentconfig; kubectl's short names work), or a resource (`configmap/cfg`, `secret/db`): which
-        /// workloads a change of it would roll out.
-        workload: String,
-        /// The workload's namespace.
-        #[arg(short = 'n', long, default_value = "default")]
-        namespace: String,
-    },
+    /// out now; or, for a ConfigMap, Secret or SecretProviderClass, which workloads its change would roll out.
+    /// Then exit. Reads only. Works as a kubectl plugin (`kubectl reloader explain …` with the binary installed
+    /// as `kubectl-reloader`).
+    Explain(ExplainArgs),
 }
 
 /// Annotation key overrides (upstream v1 flags, plus v2's exclude and SecretProviderClass ones).
@@ -326,8 +320,10 @@ impl AnnotationArgs {
     }
 }
 
+mod explain;
 mod ops;
 
+pub use explain::ExplainArgs;
 pub use ops::{AlertArgs, CompatOnly, LeaderArgs, LeaderElection, MetaInfoArgs};
 
 /// A flag combination upstream rejects at startup (exit status 2 here), with upstream's message.

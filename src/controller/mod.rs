@@ -32,7 +32,7 @@ pub use queue::WorkQueue;
 pub use reconcile::Error;
 use reconcile::{panic_message, worker};
 pub use settings::{OptionalKind, Settings};
-pub use watch::{Observed, Source, StreamInfo, WatchPlan, configmap_facts, secret_facts};
+pub use watch::{Observed, Source, StreamInfo, WatchPlan, config_flags, configmap_facts, secret_facts};
 
 use crate::{
     alerts::{AlertConfig, Alerter},

@@ -257,7 +257,8 @@ where
 
 type FactsFn<K> = fn(&K, &AnnotationKeys) -> Option<(ConfigKey, ConfigFacts)>;
 
-fn flags(obj: &impl Resource, keys: &AnnotationKeys) -> (bool, bool) {
+/// A resource's `ignore` and `match` annotations (true only when set to "true").
+pub fn config_flags(obj: &impl Resource, keys: &AnnotationKeys) -> (bool, bool) {
     let a = obj.meta().annotations.as_ref();
     let is = |k: &str| a.and_then(|a| a.get(k)).is_some_and(|v| v == TRUE);
     (is(&keys.ignore), is(&keys.matches))
@@ -269,14 +270,14 @@ fn config_key(kind: ConfigKind, obj: &impl Resource) -> Option<ConfigKey> {
 
 /// The index facts of one ConfigMap (content hash and flags, never its data).
 pub fn configmap_facts(cm: &ConfigMap, keys: &AnnotationKeys) -> Option<(ConfigKey, ConfigFacts)> {
-    let (ignored, matched) = flags(cm, keys);
+    let (ignored, matched) = config_flags(cm, keys);
     let hash = hash::configmap(cm.data.as_ref(), cm.binary_data.as_ref());
     Some((config_key(ConfigKind::ConfigMap, cm)?, ConfigFacts::live(hash, ignored, matched)))
 }
 
 /// The index facts of one Secret (content hash and flags, never its data).
 pub fn secret_facts(s: &Secret, keys: &AnnotationKeys) -> Option<(ConfigKey, ConfigFacts)> {
-    let (ignored, matched) = flags(s, keys);
+    let (ignored, matched) = config_flags(s, keys);
     let facts = ConfigFacts::live(hash::secret(s.data.as_ref()), ignored, matched);
     Some((config_key(ConfigKind::Secret, s)?, facts.sealed_by(s.metadata.uid.as_deref().unwrap_or_default())))
 }
@@ -360,7 +361,7 @@ fn csi_class_stream(
         watcher(api, watcher::Config::default()).default_backoff(),
         id,
         move |obj: DeserializeGuard<SecretProviderClass>, _| {
-            let (ignored, matched) = flags(&obj, &keys);
+            let (ignored, matched) = config_flags(&obj, &keys);
             Some(Observed::CsiClass { namespace: obj.namespace()?, name: obj.name_any(), ignored, matched })
         },
         |obj: DeserializeGuard<SecretProviderClass>| {

@@ -10,6 +10,7 @@ pub mod custom;
 pub mod rbac;
 mod receiver;
 
+#[allow(unused_imports)] // tests/explain.rs runs the binary its own way
 pub use binary::Reloader;
 #[allow(unused_imports)] // not every test binary receives webhooks
 pub use receiver::{Answer, Received, Receiver};

@@ -5,24 +5,34 @@ use std::collections::BTreeMap;
 use serde_json::json;
 
 use super::*;
+use crate::{annotations::AnnotationKeys, workload::summarise};
+use k8s_openapi::api::apps::v1::Deployment;
 
 #[test]
 fn targets_take_kubectl_kind_names() {
+    let workload = |kind| Target::Workload(kind, "web".to_owned());
+    let config = |kind| Target::Config(kind, "web".to_owned());
     let ok = [
-        ("deployment/web", WorkloadKind::Deployment),
-        ("deploy/web", WorkloadKind::Deployment),
-        ("Deployments/web", WorkloadKind::Deployment),
-        ("sts/web", WorkloadKind::StatefulSet),
-        ("ds/web", WorkloadKind::DaemonSet),
-        ("cj/web", WorkloadKind::CronJob),
-        ("job/web", WorkloadKind::Job),
-        ("rollouts/web", WorkloadKind::Rollout),
-        ("dc/web", WorkloadKind::DeploymentConfig),
+        ("deployment/web", workload(WorkloadKind::Deployment)),
+        ("deploy/web", workload(WorkloadKind::Deployment)),
+        ("Deployments/web", workload(WorkloadKind::Deployment)),
+        ("sts/web", workload(WorkloadKind::StatefulSet)),
+        ("ds/web", workload(WorkloadKind::DaemonSet)),
+        ("cj/web", workload(WorkloadKind::CronJob)),
+        ("job/web", workload(WorkloadKind::Job)),
+        ("rollouts/web", workload(WorkloadKind::Rollout)),
+        ("dc/web", workload(WorkloadKind::DeploymentConfig)),
+        ("configmap/web", config(ConfigKind::ConfigMap)),
+        ("cm/web", config(ConfigKind::ConfigMap)),
+        ("Secrets/web", config(ConfigKind::Secret)),
+        ("secretproviderclass/web", config(ConfigKind::SecretProviderClass)),
+        ("secretproviderclasses/web", config(ConfigKind::SecretProviderClass)),
+        ("spc/web", config(ConfigKind::SecretProviderClass)),
     ];
-    for (text, kind) in ok {
-        assert_eq!(parse_target(text).expect(text), (kind, "web".to_owned()), "{text}");
+    for (text, target) in ok {
+        assert_eq!(parse_target(text).expect(text), target, "{text}");
     }
-    for bad in ["web", "pod/web", "deployment/", "/web"] {
+    for bad in ["web", "pod/web", "deployment/", "/web", "class/web"] {
         let e = parse_target(bad).expect_err(bad).to_string();
         assert!(e.contains("is not <kind>/<name>"), "{bad}: {e}");
     }
@@ -75,7 +85,7 @@ fn explains_each_resource_with_the_controllers_reasons() {
     let watched = [ConfigKind::ConfigMap, ConfigKind::Secret];
     let configs = configs();
     let visible = visible(&configs, &watched, None, Baseline::Current);
-    let text = explain(&key, &summary, &visible, DecisionSettings::default(), ReloadStrategy::EnvVars);
+    let text = explain(&key, &summary, &visible, DecisionSettings::default(), ReloadStrategy::EnvVars).to_text();
     assert_eq!(
         text,
         "Deployment shop/web\n\
@@ -92,7 +102,7 @@ fn a_recorded_hash_that_differs_from_the_content_would_roll_out_now() {
     let watched = [ConfigKind::ConfigMap];
     let configs = configs();
     let visible = visible(&configs, &watched, None, Baseline::Current);
-    let text = explain(&key, &summary, &visible, DecisionSettings::default(), ReloadStrategy::EnvVars);
+    let text = explain(&key, &summary, &visible, DecisionSettings::default(), ReloadStrategy::EnvVars).to_text();
     assert!(text.contains("  Secrets are not watched (--resources-to-ignore): they never reload it\n"), "{text}");
     assert!(
         text.ends_with(&format!(
@@ -111,7 +121,7 @@ fn an_inactive_namespace_is_said_first_and_nothing_is_planned() {
     let watched = [ConfigKind::ConfigMap];
     let why = Some("ignored (--namespaces-to-ignore)".to_owned());
     let visible = visible(&configs, &watched, why, Baseline::Current);
-    let text = explain(&key, &summary, &visible, DecisionSettings::default(), ReloadStrategy::EnvVars);
+    let text = explain(&key, &summary, &visible, DecisionSettings::default(), ReloadStrategy::EnvVars).to_text();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines[1], "  namespace shop: ignored (--namespaces-to-ignore); no change in it reloads anything");
     assert!(!text.contains("now:"), "{text}");
@@ -123,7 +133,7 @@ fn with_sync_after_restart_an_unrecorded_workload_would_roll() {
     let configs = configs();
     let watched = [ConfigKind::ConfigMap];
     let visible = visible(&configs, &watched, None, Baseline::Stale);
-    let text = explain(&key, &summary, &visible, DecisionSettings::default(), ReloadStrategy::EnvVars);
+    let text = explain(&key, &summary, &visible, DecisionSettings::default(), ReloadStrategy::EnvVars).to_text();
     let cfg = format!(
         "  now: would roll out for ConfigMap cfg: the workload records no hash, the content is {}\n",
         hash_of("2")

@@ -1,0 +1,296 @@
+//! `reloader explain`, both directions, with the controller's own decisions ([`decide_pair`]) and first-sight
+//! rules (the [`Index`] with the baseline a (re)started controller uses), so its answers are the controller's.
+//!
+//! - `explain <kind>/<name>`: which ConfigMaps and Secrets reload one workload and why, and whether the controller
+//!   would roll it out right now ("what would restart?", user-demand.md §1.32; "would a controller restart roll
+//!   this?", §1.3).
+//! - `explain configmap/<name>` (`secret/…`, `secretproviderclass/…`): [`reverse`], every workload a change
+//!   would roll out; with `--from-file`/`--from-literal`, for a concrete new content ([`preview`]).
+//!
+//! Reads only ([`read`]); answers as text for a terminal or JSON for scripts (`-o json`). Prints resource names,
+//! key names, hashes and annotation values, never Secret data.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::{
+    decision::{DecisionSettings, ReloadDecision},
+    hash::ContentHash,
+    index::{Baseline, ConfigFacts, ConfigKey, Index, decide_pair},
+    resource::ConfigKind,
+    strategy::ReloadStrategy,
+    workload::{WorkloadKey, WorkloadKind, WorkloadSummary},
+};
+
+pub mod cli;
+pub mod preview;
+pub mod read;
+pub mod reverse;
+
+/// Why `explain` could not answer.
+#[derive(Debug, thiserror::Error)]
+pub enum ExplainError {
+    /// The argument is not `<kind>/<name>` with a known kind.
+    #[error(
+        "{0:?} is not <kind>/<name>; kinds: deployment, statefulset, daemonset, cronjob, job, rollout, deploymentconfig, configmap, secret, secretproviderclass"
+    )]
+    Target(String),
+    /// Reading from the cluster failed.
+    #[error("{what}: {source}")]
+    Api {
+        /// What was being read.
+        what: String,
+        /// The client's error.
+        source: kube::Error,
+    },
+}
+
+/// What `explain` was asked about.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// A workload: which resources reload it.
+    Workload(WorkloadKind, String),
+    /// A resource: which workloads its change would roll out.
+    Config(ConfigKind, String),
+}
+
+/// Parses `deployment/web`, `configmap/cfg`, `secret/db`, `secretproviderclass/vault` (kind names as kubectl spells
+/// them, short names and plurals included).
+pub fn parse_target(text: &str) -> Result<Target, ExplainError> {
+    let bad = || ExplainError::Target(text.to_owned());
+    let (kind, name) = text.split_once('/').filter(|(_, n)| !n.is_empty()).ok_or_else(bad)?;
+    let kind = kind.to_ascii_lowercase();
+    let workload = |kind| Ok(Target::Workload(kind, name.to_owned()));
+    let config = |kind| Ok(Target::Config(kind, name.to_owned()));
+    // Plurals as kubectl takes them: `deployments`, `secretproviderclasses`.
+    let singular = match kind.strip_suffix("es") {
+        Some(k) if k.ends_with("class") => k,
+        _ if kind.ends_with("class") => &kind,
+        _ => kind.trim_end_matches('s'),
+    };
+    match singular {
+        "deployment" | "deploy" => workload(WorkloadKind::Deployment),
+        "statefulset" | "st" => workload(WorkloadKind::StatefulSet),
+        "daemonset" | "d" => workload(WorkloadKind::DaemonSet),
+        "cronjob" | "cj" => workload(WorkloadKind::CronJob),
+        "job" => workload(WorkloadKind::Job),
+        "rollout" | "ro" => workload(WorkloadKind::Rollout),
+        "deploymentconfig" | "dc" => workload(WorkloadKind::DeploymentConfig),
+        "configmap" | "cm" => config(ConfigKind::ConfigMap),
+        "secret" => config(ConfigKind::Secret),
+        "secretproviderclass" | "spc" => config(ConfigKind::SecretProviderClass),
+        _ => Err(bad()),
+    }
+}
+
+/// `-o`: how the answer is printed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// Lines for a terminal.
+    #[default]
+    Text,
+    /// One JSON document, for scripts.
+    Json,
+}
+
+/// A resource or workload and the controller's verdict on the pair.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Verdict {
+    /// `Deployment`, `ConfigMap`, ….
+    pub kind: String,
+    /// Its name.
+    pub name: String,
+    /// Whether a change of the resource rolls the workload out.
+    pub reloads: bool,
+    /// The controller's reason, as its logs say it.
+    pub reason: String,
+    /// The container whose environment carries the reload (env-vars strategy), when it reloads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub container: Option<String>,
+}
+
+impl Verdict {
+    fn new(kind: impl ToString, name: &str, decision: ReloadDecision) -> Self {
+        let (kind, name) = (kind.to_string(), name.to_owned());
+        match decision {
+            ReloadDecision::Reload { container, reason } => {
+                Self { kind, name, reloads: true, reason: reason.to_string(), container: Some(container) }
+            }
+            ReloadDecision::Skip(reason) => {
+                Self { kind, name, reloads: false, reason: reason.to_string(), container: None }
+            }
+        }
+    }
+}
+
+/// A rollout a controller starting now would make.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PendingRollout {
+    /// The resource's kind.
+    pub kind: String,
+    /// The resource's name.
+    pub name: String,
+    /// The hash the workload records, `None` when it records none.
+    pub recorded: Option<String>,
+    /// The value the rollout would write.
+    pub content: String,
+}
+
+/// The answer for one workload.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkloadExplanation {
+    /// The workload's kind.
+    pub kind: String,
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+    /// Why changes in the namespace are not acted on, if they are not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace_inactive: Option<String>,
+    /// Annotation problems (bad regex, bad duration, …).
+    pub problems: Vec<String>,
+    /// Resource kinds the controller does not watch (`--resources-to-ignore`).
+    pub unwatched_kinds: Vec<String>,
+    /// Every resource of the namespace that reloads it, and those it uses that do not, sorted by kind and name.
+    pub resources: Vec<Verdict>,
+    /// Resources the pod spec uses that do not exist.
+    pub missing: Vec<String>,
+    /// What a controller starting now would roll out for (empty: up to date); absent when the namespace is not
+    /// acted on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub now: Option<Vec<PendingRollout>>,
+}
+
+/// What the controller sees of one workload's namespace.
+#[derive(Clone, Debug)]
+pub struct Visible<'a> {
+    /// Why changes in the namespace are not acted on, if they are not (scope, ignore list, selector).
+    pub namespace_inactive: Option<String>,
+    /// The namespace's ConfigMaps and Secrets of the watched kinds.
+    pub configs: &'a [(ConfigKey, ConfigFacts)],
+    /// The watched kinds (`--resources-to-ignore` removes one).
+    pub watched: &'a [ConfigKind],
+    /// What a controller starting now assumes a workload without a record runs with (`--sync-after-restart`:
+    /// nothing, so it rolls).
+    pub start: Baseline,
+    /// `--hash-key-secret`'s key: Secret values on templates are keyed by it.
+    pub hash_key: Option<&'a crate::hash_key::HashKey>,
+}
+
+/// The explanation of one workload, given its summary and what the controller sees of its namespace. Pure.
+pub fn explain(
+    key: &WorkloadKey,
+    summary: &WorkloadSummary,
+    visible: &Visible<'_>,
+    settings: DecisionSettings,
+    strategy: ReloadStrategy,
+) -> WorkloadExplanation {
+    let &Visible { ref namespace_inactive, configs, watched, start, hash_key } = visible;
+    let mut sorted: Vec<&(ConfigKey, ConfigFacts)> = configs.iter().collect();
+    sorted.sort_by(|a, b| (a.0.kind, &a.0.name).cmp(&(b.0.kind, &b.0.name)));
+    let mut resources = Vec::new();
+    for (config, facts) in sorted {
+        let used = summary.uses.iter().any(|u| u.kind == config.kind && u.name == config.name);
+        let verdict = Verdict::new(config.kind, &config.name, decide_pair(summary, config, facts, settings));
+        if verdict.reloads || used {
+            resources.push(verdict);
+        }
+    }
+    let missing = summary.uses.iter().filter(|used| {
+        watched.contains(&used.kind) && !configs.iter().any(|(c, _)| c.kind == used.kind && c.name == used.name)
+    });
+    let now = namespace_inactive.is_none().then(|| {
+        let mut index = Index::default();
+        index.set_hash_key(hash_key.cloned());
+        for (config, facts) in configs {
+            index.upsert_config(config.clone(), *facts, start);
+        }
+        index.upsert_workload(key.clone(), summary.clone(), start);
+        let plan = index.plan(key, settings, strategy);
+        let pending = plan.reloads.iter().map(|r| PendingRollout {
+            kind: r.config.kind.to_string(),
+            name: r.config.name.clone(),
+            recorded: (r.previous != ContentHash::NONE).then(|| r.previous.to_string()),
+            content: r.value.to_string(),
+        });
+        pending.collect()
+    });
+    WorkloadExplanation {
+        kind: key.kind.to_string(),
+        namespace: key.namespace.to_string(),
+        name: key.name.clone(),
+        namespace_inactive: namespace_inactive.clone(),
+        problems: summary.annotations.problems.iter().map(|p| p.message.clone()).collect(),
+        unwatched_kinds: [ConfigKind::ConfigMap, ConfigKind::Secret]
+            .into_iter()
+            .filter(|k| !watched.contains(k))
+            .map(|k| k.to_string())
+            .collect(),
+        resources,
+        missing: missing.map(|u| format!("{} {}", u.kind, u.name)).collect(),
+        now,
+    }
+}
+
+impl WorkloadExplanation {
+    /// The answer as lines for a terminal.
+    pub fn to_text(&self) -> String {
+        let mut out = format!("{} {}/{}\n", self.kind, self.namespace, self.name);
+        if let Some(why) = &self.namespace_inactive {
+            let _ = writeln!(out, "  namespace {}: {why}; no change in it reloads anything", self.namespace);
+        }
+        for problem in &self.problems {
+            let _ = writeln!(out, "  problem: {problem}");
+        }
+        for kind in &self.unwatched_kinds {
+            let _ = writeln!(out, "  {kind}s are not watched (--resources-to-ignore): they never reload it");
+        }
+        for v in &self.resources {
+            match &v.container {
+                Some(container) if v.reloads => {
+                    let _ = writeln!(
+                        out,
+                        "  {} {}: reloads on change ({}; container {container})",
+                        v.kind, v.name, v.reason
+                    );
+                }
+                _ => {
+                    let _ = writeln!(out, "  {} {}: does not reload ({})", v.kind, v.name, v.reason);
+                }
+            }
+        }
+        for missing in &self.missing {
+            let _ = writeln!(out, "  {missing}: used by the pod spec but not found");
+        }
+        match self.now.as_deref() {
+            None => {}
+            Some([]) => out.push_str("  now: up to date; a controller starting now would not roll it out\n"),
+            Some(pending) => {
+                for r in pending {
+                    let recorded = r.recorded.as_deref().unwrap_or("no hash");
+                    let _ = writeln!(
+                        out,
+                        "  now: would roll out for {} {}: the workload records {recorded}, the content is {}",
+                        r.kind, r.name, r.content
+                    );
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Prints an answer as `-o` asks.
+pub fn render<T: Serialize>(answer: &T, text: impl FnOnce(&T) -> String, format: OutputFormat) -> String {
+    match format {
+        OutputFormat::Text => text(answer),
+        // Plain data (strings, bools, lists): serialising cannot fail.
+        OutputFormat::Json => serde_json::to_string_pretty(answer).map(|j| j + "\n").unwrap_or_default(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

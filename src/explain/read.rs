@@ -1,0 +1,251 @@
+//! The reading half of `explain`: what the controller would see, fetched once (one GET of the target, one LIST
+//! per kind it needs), handed to the pure functions in [`super`] and [`super::reverse`].
+
+use k8s_openapi::{
+    NamespaceResourceScope,
+    api::{
+        apps::v1::{DaemonSet, Deployment, StatefulSet},
+        batch::v1::{CronJob, Job},
+        core::v1::{ConfigMap, Namespace, Secret},
+    },
+};
+use kube::{Api, Client, api::ListParams};
+use serde::de::DeserializeOwned;
+
+use super::{
+    ExplainError, Visible, WorkloadExplanation, explain,
+    preview::{self, Content},
+    reverse::{Dependents, Surroundings, explain_dependents, plural},
+};
+use crate::{
+    annotations::AnnotationKeys,
+    config::WatchScope,
+    controller::{Settings, Source, config_flags, configmap_facts, secret_facts},
+    csi::SecretProviderClass,
+    hash::ContentHash,
+    index::{Baseline, ConfigFacts, ConfigKey},
+    resource::ConfigKind,
+    workload::{
+        WorkloadKey, WorkloadKind, WorkloadObject, WorkloadSummary,
+        custom::{DeploymentConfig, Rollout},
+        summarise,
+    },
+};
+
+/// Reads the workload and its namespace's ConfigMaps and Secrets, and explains it.
+pub async fn workload(
+    client: &Client,
+    (kind, name): (WorkloadKind, String),
+    namespace: &str,
+    settings: &Settings,
+) -> Result<WorkloadExplanation, ExplainError> {
+    let keys = &settings.keys;
+    let found = match kind {
+        WorkloadKind::Deployment => get_workload::<Deployment>(client, namespace, &name, keys).await?,
+        WorkloadKind::StatefulSet => get_workload::<StatefulSet>(client, namespace, &name, keys).await?,
+        WorkloadKind::DaemonSet => get_workload::<DaemonSet>(client, namespace, &name, keys).await?,
+        WorkloadKind::CronJob => get_workload::<CronJob>(client, namespace, &name, keys).await?,
+        WorkloadKind::Job => get_workload::<Job>(client, namespace, &name, keys).await?,
+        WorkloadKind::Rollout => get_workload::<Rollout>(client, namespace, &name, keys).await?,
+        WorkloadKind::DeploymentConfig => get_workload::<DeploymentConfig>(client, namespace, &name, keys).await?,
+    };
+    let (key, summary) = found.ok_or_else(|| ExplainError::Target(format!("{namespace}/{name} has no namespace")))?;
+    let watched = settings.watch.config_kinds();
+    // Only what the controller would see: the watched kinds, filtered by `--resource-label-selector`.
+    let params = match &settings.watch.resource_label_selector {
+        Some(selector) => ListParams::default().labels(selector),
+        None => ListParams::default(),
+    };
+    let mut configs = Vec::new();
+    if watched.contains(&ConfigKind::ConfigMap) {
+        configs.extend(list_facts(client, namespace, &params, keys, configmap_facts).await?);
+    }
+    if watched.contains(&ConfigKind::Secret) {
+        configs.extend(list_facts(client, namespace, &params, keys, secret_facts).await?);
+    }
+    let namespace_inactive = namespace_inactive(client, namespace, settings).await?;
+    let start = if settings.sync_after_restart { Baseline::Stale } else { Baseline::Current };
+    let hash_key = settings.hash_key.as_ref();
+    let visible = Visible { namespace_inactive, configs: &configs, watched: &watched, start, hash_key };
+    Ok(explain(&key, &summary, &visible, settings.decisions, settings.strategy))
+}
+
+/// Reads the resource and the namespace's workloads, and explains who would roll out (for `new_content`, if
+/// given: a ConfigMap's or Secret's proposed content, compared here and dropped).
+pub async fn dependents(
+    client: &Client,
+    (kind, name): (ConfigKind, String),
+    namespace: &str,
+    settings: &Settings,
+    new_content: Option<&Content>,
+) -> Result<Dependents, ExplainError> {
+    let keys = &settings.keys;
+    let config = ConfigKey { kind, namespace: namespace.into(), name: name.clone() };
+    let (facts, current) = match kind {
+        ConfigKind::ConfigMap => {
+            let cm = get_opt::<ConfigMap>(client, namespace, &name).await?;
+            let content = cm.as_ref().map(preview::configmap_content);
+            (cm.and_then(|c| configmap_facts(&c, keys)).map(|(_, f)| f), content)
+        }
+        ConfigKind::Secret => {
+            let secret = get_opt::<Secret>(client, namespace, &name).await?;
+            let content = secret.as_ref().map(preview::secret_content);
+            (secret.and_then(|s| secret_facts(&s, keys)).map(|(_, f)| f), content)
+        }
+        ConfigKind::SecretProviderClass => {
+            // Its content is what the driver mounted (seen in pod statuses); only its annotations matter here.
+            let class = get_opt::<SecretProviderClass>(client, namespace, &name).await?;
+            let facts = class.map(|c| config_flags(&c, keys)).map(|(i, m)| ConfigFacts::live(ContentHash::NONE, i, m));
+            (facts, None)
+        }
+    };
+    let preview = new_content.map(|new| preview::diff(&current.unwrap_or_default(), new));
+    let mut workloads = Vec::new();
+    let mut unwatched = Vec::new();
+    for kind in WorkloadKind::ALL {
+        if !settings.watch.sources.contains(&Source::Workload(kind)) && !optional_on(settings, Source::Workload(kind)) {
+            unwatched.push(kind);
+            continue;
+        }
+        let found = match kind {
+            WorkloadKind::Deployment => list_summaries::<Deployment>(client, namespace, keys).await,
+            WorkloadKind::StatefulSet => list_summaries::<StatefulSet>(client, namespace, keys).await,
+            WorkloadKind::DaemonSet => list_summaries::<DaemonSet>(client, namespace, keys).await,
+            WorkloadKind::CronJob => list_summaries::<CronJob>(client, namespace, keys).await,
+            WorkloadKind::Job => list_summaries::<Job>(client, namespace, keys).await,
+            WorkloadKind::Rollout => list_summaries::<Rollout>(client, namespace, keys).await,
+            WorkloadKind::DeploymentConfig => list_summaries::<DeploymentConfig>(client, namespace, keys).await,
+        };
+        match found {
+            Ok(found) => workloads.extend(found),
+            // An optional kind whose API is not served here has no workloads to explain.
+            Err(kube::Error::Api(s))
+                if s.code == 404 && matches!(kind, WorkloadKind::Rollout | WorkloadKind::DeploymentConfig) => {}
+            Err(source) => return Err(ExplainError::Api { what: format!("listing {kind}s"), source }),
+        }
+    }
+    let around = Surroundings {
+        not_watched: not_watched(client, &config, facts.is_some(), settings).await?,
+        facts,
+        workloads: &workloads,
+        unwatched: &unwatched,
+        namespace_inactive: namespace_inactive(client, namespace, settings).await?,
+        preview,
+    };
+    Ok(explain_dependents(&config, &around, settings.decisions, settings.strategy))
+}
+
+/// Why the controller does not see the resource: its kind is not watched, or (ConfigMaps and Secrets) its labels
+/// do not match `--resource-label-selector`, evaluated by the API server as the controller's watch is.
+async fn not_watched(
+    client: &Client,
+    config: &ConfigKey,
+    found: bool,
+    settings: &Settings,
+) -> Result<Option<String>, ExplainError> {
+    let kinds = plural(config.kind);
+    if config.kind == ConfigKind::SecretProviderClass {
+        let on = optional_on(settings, Source::Config(ConfigKind::SecretProviderClass));
+        return Ok((!on).then(|| format!("{kinds} are not watched (--enable-csi-integration is off)")));
+    }
+    if !settings.watch.config_kinds().contains(&config.kind) {
+        return Ok(Some(format!("{kinds} are not watched (--resources-to-ignore)")));
+    }
+    let Some(selector) = settings.watch.resource_label_selector.as_deref().filter(|_| found) else { return Ok(None) };
+    let params = ListParams::default().labels(selector).fields(&format!("metadata.name={}", config.name));
+    let namespace = &config.namespace;
+    let listed = match config.kind {
+        ConfigKind::ConfigMap => {
+            Api::<ConfigMap>::namespaced(client.clone(), namespace).list_metadata(&params).await.map(|l| l.items.len())
+        }
+        _ => Api::<Secret>::namespaced(client.clone(), namespace).list_metadata(&params).await.map(|l| l.items.len()),
+    };
+    let matching = listed.map_err(|source| ExplainError::Api { what: format!("listing {kinds}"), source })?;
+    Ok((matching == 0).then(|| format!("its labels do not match --resource-label-selector {selector}")))
+}
+
+fn optional_on(settings: &Settings, source: Source) -> bool {
+    settings.optional.iter().any(|o| o.sources.contains(&source))
+}
+
+/// Why the controller does not act on changes in `namespace` (as the observer decides: scope, then
+/// `--namespaces-to-ignore`, then `--namespace-selector` evaluated by the API server).
+pub(crate) async fn namespace_inactive(
+    client: &Client,
+    namespace: &str,
+    settings: &Settings,
+) -> Result<Option<String>, ExplainError> {
+    if let WatchScope::Namespaces(list) = &settings.watch.scope
+        && !list.iter().any(|n| n == namespace)
+    {
+        return Ok(Some(format!("not watched (the controller watches only {})", list.join(", "))));
+    }
+    if settings.namespaces_to_ignore.iter().any(|n| n == namespace) {
+        return Ok(Some("ignored (--namespaces-to-ignore)".to_owned()));
+    }
+    let Some(selector) = &settings.watch.namespace_selector else { return Ok(None) };
+    let params = ListParams::default().labels(selector).fields(&format!("metadata.name={namespace}"));
+    let matching = Api::<Namespace>::all(client.clone())
+        .list_metadata(&params)
+        .await
+        .map_err(|source| ExplainError::Api { what: "listing namespaces".into(), source })?;
+    Ok(matching.items.is_empty().then(|| format!("does not match --namespace-selector {selector}")))
+}
+
+async fn get_workload<K>(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    keys: &AnnotationKeys,
+) -> Result<Option<(WorkloadKey, WorkloadSummary)>, ExplainError>
+where
+    K: WorkloadObject + kube::Resource<Scope = NamespaceResourceScope, DynamicType = ()> + DeserializeOwned,
+    K: Clone + std::fmt::Debug,
+{
+    let what = format!("reading {} {namespace}/{name}", K::KIND);
+    let obj = Api::<K>::namespaced(client.clone(), namespace)
+        .get(name)
+        .await
+        .map_err(|source| ExplainError::Api { what: what.clone(), source })?;
+    Ok(summarise(&obj, keys))
+}
+
+async fn get_opt<K>(client: &Client, namespace: &str, name: &str) -> Result<Option<K>, ExplainError>
+where
+    K: kube::Resource<Scope = NamespaceResourceScope, DynamicType = ()> + DeserializeOwned + Clone + std::fmt::Debug,
+{
+    Api::<K>::namespaced(client.clone(), namespace)
+        .get_opt(name)
+        .await
+        .map_err(|source| ExplainError::Api { what: format!("reading {} {namespace}/{name}", K::kind(&())), source })
+}
+
+async fn list_summaries<K>(
+    client: &Client,
+    namespace: &str,
+    keys: &AnnotationKeys,
+) -> Result<Vec<(WorkloadKey, WorkloadSummary)>, kube::Error>
+where
+    K: WorkloadObject + kube::Resource<Scope = NamespaceResourceScope, DynamicType = ()> + DeserializeOwned,
+    K: Clone + std::fmt::Debug,
+{
+    let objects = Api::<K>::namespaced(client.clone(), namespace).list(&ListParams::default()).await?;
+    Ok(objects.items.iter().filter_map(|o| summarise(o, keys)).collect())
+}
+
+async fn list_facts<K>(
+    client: &Client,
+    namespace: &str,
+    params: &ListParams,
+    keys: &AnnotationKeys,
+    facts: fn(&K, &AnnotationKeys) -> Option<(ConfigKey, ConfigFacts)>,
+) -> Result<Vec<(ConfigKey, ConfigFacts)>, ExplainError>
+where
+    K: kube::Resource<Scope = NamespaceResourceScope, DynamicType = ()> + DeserializeOwned + Clone + std::fmt::Debug,
+{
+    let objects = Api::<K>::namespaced(client.clone(), namespace)
+        .list(params)
+        .await
+        .map_err(|source| ExplainError::Api { what: format!("listing {}", K::plural(&())), source })?;
+    Ok(objects.items.iter().filter_map(|o| facts(o, keys)).collect())
+}
