@@ -28,6 +28,8 @@ pub struct AnnotationKeys {
     pub pause_period: String,
     /// `deployment.reloader.stakater.com/paused-at`.
     pub paused_at: String,
+    /// `reloader.stakater.com/reload-on` (ours: key-level reloads).
+    pub reload_on: String,
 }
 
 impl Default for AnnotationKeys {
@@ -54,6 +56,7 @@ impl Default for AnnotationKeys {
             ignore: default::IGNORE.into(),
             pause_period: default::PAUSE_PERIOD.into(),
             paused_at: default::PAUSED_AT.into(),
+            reload_on: default::RELOAD_ON.into(),
         }
     }
 }
@@ -121,6 +124,9 @@ pub struct WorkloadProblem {
 pub struct WorkloadAnnotations {
     /// Per kind, indexed by [`kind_index`].
     pub selection: [Selection; 3],
+    /// `reload-on`: `Some(true)` for `keys-used`, `Some(false)` for `any-key`, `None` when absent (or invalid):
+    /// `--reload-on` decides.
+    pub keys_used: Option<bool>,
     /// Problems found while reading the values.
     pub problems: Vec<WorkloadProblem>,
 }
@@ -166,7 +172,9 @@ impl WorkloadAnnotations {
                 }
             }
         }
-        Self { selection, problems }
+        let keys_used =
+            reload_on(&keys.reload_on, metadata.get(&keys.reload_on).or(template.get(&keys.reload_on)), &mut problems);
+        Self { selection, keys_used, problems }
     }
 
     /// The selection for `kind`.
@@ -177,6 +185,29 @@ impl WorkloadAnnotations {
     /// True when any kind has a named list: such workloads may reload for resources they do not reference.
     pub fn has_named_list(&self) -> bool {
         self.selection.iter().any(|s| !s.named.is_empty())
+    }
+}
+
+/// Values of `reload-on` and of `--reload-on`.
+pub const RELOAD_ON_KEYS_USED: &str = "keys-used";
+/// See [`RELOAD_ON_KEYS_USED`].
+pub const RELOAD_ON_ANY_KEY: &str = "any-key";
+
+fn reload_on(key: &str, value: Option<&String>, problems: &mut Vec<WorkloadProblem>) -> Option<bool> {
+    match value?.trim() {
+        RELOAD_ON_KEYS_USED => Some(true),
+        RELOAD_ON_ANY_KEY => Some(false),
+        other => {
+            problems.push(WorkloadProblem {
+                key: key.to_owned(),
+                value: other.to_owned(),
+                message: format!(
+                    "unknown value {other:?} for annotation {key:?}, expected {RELOAD_ON_KEYS_USED} or \
+                     {RELOAD_ON_ANY_KEY}; --reload-on decides"
+                ),
+            });
+            None
+        }
     }
 }
 

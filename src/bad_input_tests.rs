@@ -125,7 +125,11 @@ fn no_value_of_any_key_panics_and_the_healthy_neighbour_still_reloads() {
     index.upsert_config(key, changed, Baseline::Current);
     for k in &bad {
         index.plan(k, DecisionSettings::default(), ReloadStrategy::EnvVars);
-        index.plan(k, DecisionSettings { auto_reload_all: true }, ReloadStrategy::Annotations);
+        index.plan(
+            k,
+            DecisionSettings { auto_reload_all: true, ..DecisionSettings::default() },
+            ReloadStrategy::Annotations,
+        );
     }
     let plan = index.plan(&healthy_key, DecisionSettings::default(), ReloadStrategy::EnvVars);
     assert_eq!(plan.reloads.len(), 1, "the healthy workload reloads: {plan:?}");

@@ -35,6 +35,8 @@ pub mod annotation {
     pub const PAUSE_PERIOD: &str = "deployment.reloader.stakater.com/pause-period";
     /// Deployment metadata, written by the controller: when it paused the Deployment.
     pub const PAUSED_AT: &str = "deployment.reloader.stakater.com/paused-at";
+    /// Key-level reloads, per workload (ours): `keys-used` or `any-key`.
+    pub const RELOAD_ON: &str = "reloader.stakater.com/reload-on";
     /// Workload metadata, written by this controller (not upstream): JSON of the hashes the workload was last
     /// rolled with or baselined at, per resource. Metadata does not roll pods; it lets a restarted controller
     /// apply exactly once a change made while it was down, even to workloads never reloaded before.

@@ -40,6 +40,9 @@ pub struct WorkloadFacts<'a> {
 pub struct DecisionSettings {
     /// `--auto-reload-all`.
     pub auto_reload_all: bool,
+    /// `--reload-on=keys-used`: workloads without a `reload-on` annotation roll only when a key their pod spec
+    /// reads changes.
+    pub keys_used: bool,
 }
 
 /// Why a workload reloads.
@@ -165,14 +168,14 @@ mod tests {
     }
 
     fn used(name: &str, container: &str, via: Via) -> ConfigUse {
-        ConfigUse { kind: CM, name: name.into(), container: container.into(), via, init_container: false }
+        ConfigUse { kind: CM, name: name.into(), container: container.into(), via, init_container: false, keys: None }
     }
 
     fn run(meta: &[(&str, &str)], uses: &[ConfigUse], res: (&str, bool, bool), all: bool) -> ReloadDecision {
         let a = annotations(meta);
         let w = WorkloadFacts { selection: a.for_kind(CM), uses, first_container: Some("first") };
         let r = ResourceFacts { kind: CM, name: res.0, ignored: res.1, matched: res.2 };
-        decide(&w, &r, DecisionSettings { auto_reload_all: all })
+        decide(&w, &r, DecisionSettings { auto_reload_all: all, ..DecisionSettings::default() })
     }
 
     fn reload(container: &str, reason: ReloadReason) -> ReloadDecision {

@@ -90,11 +90,22 @@ pub fn configmap(
     data: Option<&BTreeMap<String, String>>,
     binary: Option<&BTreeMap<String, ByteString>>,
 ) -> ContentHash {
+    configmap_keys(data, binary, None)
+}
+
+/// [`configmap`] over the keys in `keys` only (sorted; `None`: every key). Key-level reloads (#16): equal to
+/// the whole hash when `keys` names every key the ConfigMap has.
+pub fn configmap_keys(
+    data: Option<&BTreeMap<String, String>>,
+    binary: Option<&BTreeMap<String, ByteString>>,
+    keys: Option<&[String]>,
+) -> ContentHash {
+    let wanted = |k: &String| keys.is_none_or(|keys| keys.binary_search(k).is_ok());
     let mut entries = Vec::new();
-    for (k, v) in data.into_iter().flatten() {
+    for (k, v) in data.into_iter().flatten().filter(|(k, _)| wanted(k)) {
         entries.push(entry(k, v.as_bytes()));
     }
-    for (k, v) in binary.into_iter().flatten() {
+    for (k, v) in binary.into_iter().flatten().filter(|(k, _)| wanted(k)) {
         entries.push(entry(k, base64::engine::general_purpose::STANDARD.encode(&v.0).as_bytes()));
     }
     ContentHash::of_entries(entries)
@@ -103,7 +114,15 @@ pub fn configmap(
 /// Secret: `k=<raw decoded bytes>` for `data` (not base64; `stringData` is never hashed, upstream
 /// `GetSHAfromSecret`).
 pub fn secret(data: Option<&BTreeMap<String, ByteString>>) -> ContentHash {
-    ContentHash::of_entries(data.into_iter().flatten().map(|(k, v)| entry(k, &v.0)).collect())
+    secret_keys(data, None)
+}
+
+/// [`secret`] over the keys in `keys` only (sorted; `None`: every key).
+pub fn secret_keys(data: Option<&BTreeMap<String, ByteString>>, keys: Option<&[String]>) -> ContentHash {
+    let wanted = |k: &String| keys.is_none_or(|keys| keys.binary_search(k).is_ok());
+    ContentHash::of_entries(
+        data.into_iter().flatten().filter(|(k, _)| wanted(k)).map(|(k, v)| entry(k, &v.0)).collect(),
+    )
 }
 
 /// SecretProviderClassPodStatus: `id=version` per mounted object plus `SecretProviderClassName=<name>`

@@ -2,9 +2,9 @@
 //! env-vars strategy writes to and how the resource is used. Follows upstream v1's container lookup
 //! (`getContainerUsingResource`, reloader-behaviour.md §4) so the env var lands where upstream puts it.
 
-use std::{collections::BTreeSet, fmt};
+use std::{collections::BTreeSet, fmt, sync::Arc};
 
-use k8s_openapi::api::core::v1::{Container, PodSpec, Volume};
+use k8s_openapi::api::core::v1::{Container, KeyToPath, PodSpec, Volume};
 
 use crate::resource::ConfigKind;
 
@@ -49,7 +49,13 @@ pub struct ConfigUse {
     pub via: Via,
     /// True when the user is an init container.
     pub init_container: bool,
+    /// The keys the pod reads, when it reads only some (`env[].valueFrom` keys, volume and projected `items`);
+    /// `None` when it reads every key (`envFrom`, a whole volume) — or the resource has no keys (CSI).
+    pub keys: Option<KeySet>,
 }
+
+/// Key names of a ConfigMap or Secret, sorted and unique.
+pub type KeySet = Arc<[String]>;
 
 /// Every resource a pod spec uses, one entry per (kind, name), in a stable order.
 pub fn config_uses(spec: &PodSpec) -> Vec<ConfigUse> {
@@ -64,7 +70,76 @@ pub fn config_uses(spec: &PodSpec) -> Vec<ConfigUse> {
             names.insert((kind, name));
         }
     }
-    names.into_iter().filter_map(|(kind, name)| find_use(spec, kind, name)).collect()
+    names
+        .into_iter()
+        .filter_map(|(kind, name)| {
+            find_use(spec, kind, name).map(|u| ConfigUse { keys: consumed_keys(spec, kind, name), ..u })
+        })
+        .collect()
+}
+
+/// The keys of `kind/name` the pod reads, over every container and init container; `None` as soon as one use
+/// reads them all. Volumes count when some container mounts them (as [`find_use`]).
+fn consumed_keys(spec: &PodSpec, kind: ConfigKind, name: &str) -> Option<KeySet> {
+    let mut keys = BTreeSet::new();
+    let containers = || spec.containers.iter().chain(spec.init_containers.iter().flatten());
+    // `items` absent or empty: kubelet projects every key.
+    let mut add_items = |items: Option<&Vec<KeyToPath>>| match items.filter(|i| !i.is_empty()) {
+        Some(items) => {
+            keys.extend(items.iter().map(|i| i.key.clone()));
+            true
+        }
+        None => false,
+    };
+    for v in spec.volumes.iter().flatten().filter(|v| containers().any(|c| mounts(c, &v.name))) {
+        let whole = match kind {
+            ConfigKind::ConfigMap => {
+                v.config_map.as_ref().filter(|s| s.name == name).map(|s| !add_items(s.items.as_ref()))
+            }
+            ConfigKind::Secret => v
+                .secret
+                .as_ref()
+                .filter(|s| s.secret_name.as_deref() == Some(name))
+                .map(|s| !add_items(s.items.as_ref())),
+            ConfigKind::SecretProviderClass => return None,
+        };
+        if whole == Some(true) {
+            return None;
+        }
+        for src in v.projected.iter().flat_map(|p| p.sources.iter().flatten()) {
+            let items = match kind {
+                ConfigKind::ConfigMap => src.config_map.as_ref().filter(|s| s.name == name).map(|s| s.items.as_ref()),
+                _ => src.secret.as_ref().filter(|s| s.name == name).map(|s| s.items.as_ref()),
+            };
+            if let Some(items) = items
+                && !add_items(items)
+            {
+                return None;
+            }
+        }
+    }
+    for c in containers() {
+        for e in c.env.iter().flatten() {
+            let from = e.value_from.as_ref();
+            let key = match kind {
+                ConfigKind::ConfigMap => {
+                    from.and_then(|f| f.config_map_key_ref.as_ref()).filter(|r| r.name == name).map(|r| &r.key)
+                }
+                _ => from.and_then(|f| f.secret_key_ref.as_ref()).filter(|r| r.name == name).map(|r| &r.key),
+            };
+            keys.extend(key.cloned());
+        }
+        for e in c.env_from.iter().flatten() {
+            let whole = match kind {
+                ConfigKind::ConfigMap => e.config_map_ref.as_ref().is_some_and(|r| r.name == name),
+                _ => e.secret_ref.as_ref().is_some_and(|r| r.name == name),
+            };
+            if whole {
+                return None;
+            }
+        }
+    }
+    (!keys.is_empty()).then(|| keys.into_iter().collect())
 }
 
 /// Upstream v1 lookup for one resource: volume first, then env; containers before init containers.
@@ -77,6 +152,7 @@ fn find_use(spec: &PodSpec, kind: ConfigKind, name: &str) -> Option<ConfigUse> {
         container,
         via,
         init_container,
+        keys: None,
     };
 
     // 1. The first volume whose source names the resource, then the first container mounting it.
@@ -243,3 +319,7 @@ mod tests {
         assert!(uses(serde_json::json!({"containers": []})).is_empty());
     }
 }
+
+#[cfg(test)]
+#[path = "references_key_tests.rs"]
+mod key_tests;

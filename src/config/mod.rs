@@ -109,6 +109,12 @@ pub struct Args {
           default_value = "false", default_missing_value = "true", action = ArgAction::Set)]
     pub reload_on_create: bool,
 
+    /// Which changes roll a workload that has no `reloader.stakater.com/reload-on` annotation: `any-key`
+    /// (upstream's behaviour) or `keys-used` — only a change of a key its pod spec reads (`env[].valueFrom`, volume
+    /// and projected `items`; `envFrom` and whole volumes read every key). Ours.
+    #[arg(long, env = "RELOAD_ON", default_value = "any-key", value_parser = ["any-key", "keys-used"])]
+    pub reload_on: String,
+
     /// Reload workloads when a resource they select is deleted (env-vars: the STAKATER_* var is removed).
     #[arg(long, env = "RELOAD_ON_DELETE", value_parser = parse_bool, num_args = 0..=1,
           default_value = "false", default_missing_value = "true", action = ArgAction::Set)]
@@ -289,6 +295,9 @@ pub struct AnnotationArgs {
     /// Paused-at annotation key (written on Deployments).
     #[arg(long, env = "PAUSE_DEPLOYMENT_TIME_ANNOTATION", default_value = default::PAUSED_AT)]
     pub pause_deployment_time_annotation: String,
+    /// Key-level reloads annotation key (ours; values `keys-used`, `any-key`).
+    #[arg(long, env = "RELOAD_ON_ANNOTATION", default_value = default::RELOAD_ON)]
+    pub reload_on_annotation: String,
 }
 
 impl AnnotationArgs {
@@ -316,6 +325,7 @@ impl AnnotationArgs {
             ignore: self.ignore_annotation.clone(),
             pause_period: self.pause_deployment_annotation.clone(),
             paused_at: self.pause_deployment_time_annotation.clone(),
+            reload_on: self.reload_on_annotation.clone(),
         }
     }
 }

@@ -10,6 +10,7 @@ mod observe_csi;
 mod observe_failures;
 mod observer;
 mod queue;
+mod read_views;
 mod reconcile;
 mod settings;
 mod translate;
@@ -46,6 +47,8 @@ use crate::{
 struct Context {
     client: Client,
     settings: Settings,
+    /// What watch streams read (annotation keys, the key-level registry).
+    stream_context: watch::StreamContext,
     index: Mutex<Index>,
     queue: WorkQueue<WorkloadKey>,
     metrics: Arc<Metrics>,
@@ -101,7 +104,9 @@ pub async fn run(
     let (mut missing, present) = discover(&client, &settings.optional).await;
     let mut sources = settings.watch.sources.clone();
     sources.extend(present);
-    let (infos, mut observations) = watch::observe(&client, &settings.watch, &sources, &settings.keys);
+    let key_registry = Arc::new(crate::index::KeyRegistry::default());
+    let stream_context = watch::StreamContext { keys: settings.keys.clone(), key_registry: key_registry.clone() };
+    let (infos, mut observations) = watch::observe(&client, &settings.watch, &sources, &stream_context);
     let queue = WorkQueue::new(Duration::from_millis(100), settings.max_backoff);
     let busy = {
         let queue = queue.clone();
@@ -116,12 +121,14 @@ pub async fn run(
     }
     let mut index = Index::default();
     index.set_hash_key(settings.hash_key.clone());
+    index.set_key_level(key_registry.clone(), settings.decisions.keys_used);
     let index = Mutex::new(index);
     let records_forbidden = Mutex::default();
     let limiter = crate::ratelimit::RateLimiter::new(settings.write_qps, settings.write_burst);
     let ctx = Arc::new(Context {
         client,
         settings,
+        stream_context,
         index,
         queue,
         metrics,
@@ -176,7 +183,7 @@ pub async fn run(
                 if !found.is_empty() {
                     let mut infos = observer.infos().to_vec();
                     let before = infos.len();
-                    watch::add_sources(&ctx.client, &ctx.settings.watch, &found, &ctx.settings.keys, &mut infos, &mut observations);
+                    watch::add_sources(&ctx.client, &ctx.settings.watch, &found, &ctx.stream_context, &mut infos, &mut observations);
                     for info in infos.into_iter().skip(before) {
                         observer.add_stream(info);
                     }

@@ -193,7 +193,7 @@ impl Observer {
                 self.seen_namespaces.insert(id, HashSet::new());
             }
             Observed::ListDone(id) => self.list_done(id),
-            Observed::Config { stream, mut key, facts, listed } => {
+            Observed::Config { stream, mut key, facts, listed, views } => {
                 let baseline = self.baseline(stream, true);
                 let mut index = self.ctx.index();
                 key.namespace = index.intern(&key.namespace);
@@ -201,6 +201,7 @@ impl Observer {
                     self.seen_configs.entry(stream).or_default().insert(key.clone());
                 }
                 let update = index.upsert_config(key.clone(), facts, baseline);
+                index.set_views(&key, facts.hash, views);
                 debug!(resource = %key, ?update, "observed");
                 self.received(if update == ConfigUpdate::Created { "add" } else { "update" }, stream);
                 if self.synced && matches!(update, ConfigUpdate::MetadataOnly | ConfigUpdate::Unchanged) && !listed {

@@ -49,9 +49,12 @@ fn context() -> Arc<Context> {
         hash_key_secret: None,
         hash_key: None,
     };
+    let stream_context =
+        crate::controller::watch::StreamContext { keys: settings.keys.clone(), key_registry: Arc::default() };
     Arc::new(Context {
         client: kube::Client::new(service, "default"),
         settings,
+        stream_context,
         index: std::sync::Mutex::new(Index::default()),
         queue: WorkQueue::new(Duration::from_millis(10), Duration::from_millis(10)),
         metrics: Arc::new(crate::metrics::Metrics::new(false)),
@@ -68,7 +71,7 @@ fn config(name: &str, value: &str, listed: bool) -> Observed {
     let data = [("k".to_owned(), value.to_owned())].into_iter().collect();
     let hash: ContentHash = crate::hash::configmap(Some(&data), None);
     let key = ConfigKey { kind: ConfigKind::ConfigMap, namespace: "ns".into(), name: name.into() };
-    Observed::Config { stream: 0, key, facts: ConfigFacts::live(hash, false, false), listed }
+    Observed::Config { stream: 0, key, facts: ConfigFacts::live(hash, false, false), listed, views: Vec::new() }
 }
 
 fn workload(name: &str, listed: bool) -> Observed {
@@ -218,8 +221,8 @@ async fn a_recreated_resource_or_a_flipped_ignore_is_reconciled_at_once_not_at_t
     assert!(drain(&ctx).await.is_empty(), "a deletion alone reloads nothing (no --reload-on-delete)");
     o.apply(config("cfg", "v2", false));
     assert_eq!(drain(&ctx).await, ["web"], "re-created: its workloads are looked at now");
-    let Observed::Config { stream, key, mut facts, listed } = config("cfg", "v2", false) else { unreachable!() };
+    let Observed::Config { stream, key, mut facts, listed, views } = config("cfg", "v2", false) else { unreachable!() };
     facts.ignored = true;
-    o.apply(Observed::Config { stream, key, facts, listed });
+    o.apply(Observed::Config { stream, key, facts, listed, views });
     assert_eq!(drain(&ctx).await, ["web"], "ignore flipped: looked at now");
 }

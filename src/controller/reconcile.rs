@@ -34,6 +34,17 @@ pub enum Error {
         #[source]
         source: kube::Error,
     },
+    /// Reading resources for key-level reloads failed.
+    #[error("reading {resources} for {workload}: {source}")]
+    Read {
+        /// The workload.
+        workload: String,
+        /// The resources.
+        resources: String,
+        /// The API error.
+        #[source]
+        source: kube::Error,
+    },
     /// The reconcile panicked (a bug met by some object): contained, counted and retried with backoff, so
     /// the worker and every other workload go on.
     #[error("reconciling {workload} panicked: {message}")]
@@ -69,7 +80,7 @@ impl Error {
                 403 => !status.message.contains("denied"),
                 code => code >= 500,
             },
-            Self::Patch { .. } | Self::Panicked { .. } => true,
+            Self::Patch { .. } | Self::Read { .. } | Self::Panicked { .. } => true,
         }
     }
 }
@@ -132,20 +143,37 @@ pub(super) async fn worker(ctx: Arc<Context>, mut leader: tokio::sync::watch::Re
     }
 }
 
+/// Plans `key`; when key-level reloads need views the index lacks, reads those resources once and plans again
+/// (a pair still without a view is left out: the watch event of its next content brings one).
+async fn plan_with_views(
+    ctx: &Context,
+    key: &WorkloadKey,
+    plan: impl Fn() -> crate::index::WorkloadPlan,
+) -> Result<crate::index::WorkloadPlan, Error> {
+    let first = plan();
+    if first.views_needed.is_empty() {
+        return Ok(first);
+    }
+    let resources = first.views_needed.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
+    super::read_views::read_views(ctx, &first.views_needed).await.map_err(|source| Error::Read {
+        workload: key.to_string(),
+        resources,
+        source,
+    })?;
+    Ok(plan())
+}
+
 /// Plans and writes one workload; `Ok(false)` when there was nothing to write.
 async fn reconcile(ctx: &Context, key: &WorkloadKey, triggered: Instant) -> Result<bool, Error> {
     if ctx.webhook.is_some() {
         // `--webhook-url`: notify instead of reloading; level-triggered reconciles must not write either.
         return Ok(false);
     }
-    let (plan, pause_state, uid, restart_strategy) = {
-        let mut index = ctx.index();
-        (
-            index.plan(key, ctx.settings.decisions, ctx.settings.strategy),
-            index.pause_state(key),
-            index.workload_uid(key),
-            index.restart_strategy(key),
-        )
+    let plan = || ctx.index().plan(key, ctx.settings.decisions, ctx.settings.strategy);
+    let mut plan = plan_with_views(ctx, key, plan).await?;
+    let (pause_state, uid, restart_strategy) = {
+        let index = ctx.index();
+        (index.pause_state(key), index.workload_uid(key), index.restart_strategy(key))
     };
     let now = jiff::Timestamp::now();
     let pause = match pause_state {
@@ -160,7 +188,6 @@ async fn reconcile(ctx: &Context, key: &WorkloadKey, triggered: Instant) -> Resu
         PauseAction::None | PauseAction::ResumeIn(_) => None,
         action => Some((ctx.settings.keys.paused_at.as_str(), action)),
     };
-    let mut plan = plan;
     if ctx.records_forbidden().contains(&(key.kind, key.namespace.clone())) {
         plan.applied_hashes = None;
     }

@@ -133,7 +133,10 @@ impl Settings {
             webhook: args.alerts.webhook(),
             keys: Arc::new(args.annotations.keys()),
             strategy: args.reload_strategy,
-            decisions: DecisionSettings { auto_reload_all: args.auto_reload_all },
+            decisions: DecisionSettings {
+                auto_reload_all: args.auto_reload_all,
+                keys_used: args.reload_on == crate::annotations::RELOAD_ON_KEYS_USED,
+            },
             workers: usize::from(args.workers),
             max_backoff: args.max_retry_backoff,
             lease_name: args.leader.leader_election_id.clone(),

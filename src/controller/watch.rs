@@ -27,7 +27,8 @@ use crate::{
     constants::{CONFIG_LIST_PAGE_SIZE, SECRET_FIELD_SELECTOR, TRUE},
     csi::{SecretProviderClass, SecretProviderClassPodStatus},
     hash,
-    index::{ConfigFacts, ConfigKey},
+    index::{ConfigFacts, ConfigKey, KeyRegistry, KeyView, configmap_views, secret_views},
+    references::KeySet,
     resource::ConfigKind,
     workload::{
         WorkloadKey, WorkloadKind, WorkloadObject, WorkloadSummary,
@@ -102,8 +103,9 @@ pub enum Observed {
     ListStarted(usize),
     /// A (re)list finished on stream `usize`: anything of this stream not seen since `ListStarted` is gone.
     ListDone(usize),
-    /// A resource exists with these facts (`listed`: part of a (re)list).
-    Config { stream: usize, key: ConfigKey, facts: ConfigFacts, listed: bool },
+    /// A resource exists with these facts (`listed`: part of a (re)list), and the views of its content the
+    /// key registry wanted when it arrived (key-level reloads).
+    Config { stream: usize, key: ConfigKey, facts: ConfigFacts, listed: bool, views: Vec<KeyView> },
     /// A resource was deleted (or stopped matching the resource label selector).
     ConfigDeleted(ConfigKey),
     /// A workload exists.
@@ -168,7 +170,7 @@ pub fn observe(
     client: &Client,
     plan: &WatchPlan,
     sources: &[Source],
-    keys: &Arc<AnnotationKeys>,
+    shared: &StreamContext,
 ) -> (Vec<StreamInfo>, Streams) {
     let mut infos = Vec::new();
     let mut streams = Streams::new();
@@ -176,8 +178,18 @@ pub fn observe(
         infos.push(StreamInfo { source: Source::Namespaces, namespace: None });
         streams.push(namespace_stream(client, sel, 0));
     }
-    add_sources(client, plan, sources, keys, &mut infos, &mut streams);
+    add_sources(client, plan, sources, shared, &mut infos, &mut streams);
     (infos, streams)
+}
+
+/// What every stream reads while translating objects: the annotation keys, and which key sets of which resources
+/// the index wants views of.
+#[derive(Clone, Debug)]
+pub struct StreamContext {
+    /// Annotation keys in use.
+    pub keys: Arc<AnnotationKeys>,
+    /// Key-level reloads' registry (shared with the index).
+    pub key_registry: Arc<KeyRegistry>,
 }
 
 /// Adds one stream per namespace in scope for each of `sources`; stream ids continue from `infos.len()`.
@@ -185,7 +197,7 @@ pub fn add_sources(
     client: &Client,
     plan: &WatchPlan,
     sources: &[Source],
-    keys: &Arc<AnnotationKeys>,
+    shared: &StreamContext,
     infos: &mut Vec<StreamInfo>,
     streams: &mut Streams,
 ) {
@@ -200,17 +212,18 @@ pub fn add_sources(
     for ns in namespaces {
         for &source in sources {
             let id = infos.len();
-            let keys = keys.clone();
+            let keys = shared.keys.clone();
             let stream = match source {
                 Source::Config(ConfigKind::Secret) => {
                     let cfg = configs_cfg.clone().fields(SECRET_FIELD_SELECTOR);
-                    config_stream(api::<Secret>(client, &ns), cfg, id, keys, secret_facts)
+                    config_stream(api::<Secret>(client, &ns), cfg, id, shared.clone(), (secret_facts, secret_views))
                 }
                 // upstream v1 applied the resource label selector to these too, silencing CSI reloads: not here.
                 Source::Config(ConfigKind::SecretProviderClass) => csi_status_stream(api(client, &ns), id),
                 Source::SecretProviderClasses => csi_class_stream(api(client, &ns), id, keys),
                 Source::Config(ConfigKind::ConfigMap) => {
-                    config_stream(api::<ConfigMap>(client, &ns), configs_cfg.clone(), id, keys, configmap_facts)
+                    let translate = (configmap_facts as FactsFn<ConfigMap>, configmap_views as ViewsFn<ConfigMap>);
+                    config_stream(api::<ConfigMap>(client, &ns), configs_cfg.clone(), id, shared.clone(), translate)
                 }
                 Source::Workload(WorkloadKind::Deployment) => workload_stream::<Deployment>(api(client, &ns), id, keys),
                 Source::Workload(WorkloadKind::StatefulSet) => {
@@ -256,6 +269,7 @@ where
 }
 
 type FactsFn<K> = fn(&K, &AnnotationKeys) -> Option<(ConfigKey, ConfigFacts)>;
+type ViewsFn<K> = fn(&K, &[KeySet]) -> Vec<KeyView>;
 
 /// A resource's `ignore` and `match` annotations (true only when set to "true").
 pub fn config_flags(obj: &impl Resource, keys: &AnnotationKeys) -> (bool, bool) {
@@ -286,8 +300,8 @@ fn config_stream<K>(
     api: Api<K>,
     cfg: watcher::Config,
     id: usize,
-    keys: Arc<AnnotationKeys>,
-    facts: FactsFn<K>,
+    shared: StreamContext,
+    (facts, views): (FactsFn<K>, ViewsFn<K>),
 ) -> BoxStream<'static, Observed>
 where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
@@ -297,7 +311,10 @@ where
         watcher(api, cfg).default_backoff(),
         id,
         move |obj: K, listed| {
-            facts(&obj, &keys).map(|(key, facts)| Observed::Config { stream: id, key, facts, listed })
+            let (key, facts) = facts(&obj, &shared.keys)?;
+            let wanted = shared.key_registry.wanted(&key);
+            let views = if wanted.is_empty() { Vec::new() } else { views(&obj, &wanted) };
+            Some(Observed::Config { stream: id, key, facts, listed, views })
         },
         move |obj: K| {
             let kind =

@@ -29,7 +29,9 @@ pub async fn answer(args: &ExplainArgs, settings: &Settings) -> Result<String, F
             preview::read_sources(&args.from_literal, &args.from_file).map_err(|e| Failure::Usage(e.to_string()))?,
         ),
         _ => {
-            return Err(Failure::Usage("--from-file and --from-literal apply to configmap/ and secret/ targets".into()));
+            return Err(Failure::Usage(
+                "--from-file and --from-literal apply to configmap/ and secret/ targets".into(),
+            ));
         }
     };
     let (client, context_namespace) = connect(args).await.map_err(Failure::Cluster)?;

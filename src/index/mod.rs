@@ -10,6 +10,7 @@
 //! baseline (`assumed`).
 
 mod plan;
+mod views;
 
 use std::{
     collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque},
@@ -17,6 +18,7 @@ use std::{
 };
 
 pub use plan::{PlannedReload, WorkloadPlan, decide_pair};
+pub use views::{KeyRegistry, KeyView, configmap_views, secret_views};
 
 use crate::{
     annotations::WorkloadProblem,
@@ -135,6 +137,12 @@ pub struct Index {
     departed_order: VecDeque<ConfigKey>,
     /// `--hash-key-secret`: Secret hashes written on templates are keyed by it.
     hash_key: Option<crate::hash_key::HashKey>,
+    /// Key-level reloads: the views of current contents, per resource, for the key sets in `key_registry`
+    /// (a view outlives its key set until the content changes, so a workload opting out is recognised).
+    views: HashMap<ConfigKey, Vec<KeyView>>,
+    key_registry: Arc<KeyRegistry>,
+    /// `--reload-on=keys-used`.
+    keys_used_default: bool,
     /// Resource streams that have not completed a list yet (kind, namespace or all): the index does not know
     /// all resources of that kind there, so plans keep what the object records for them.
     unlisted_config_sources: HashSet<(ConfigKind, Option<String>)>,
@@ -193,6 +201,45 @@ impl Index {
         self.configs.get(key)
     }
 
+    /// Key-level reloads: the registry shared with the watch streams, and `--reload-on`'s default.
+    pub fn set_key_level(&mut self, registry: Arc<KeyRegistry>, keys_used_default: bool) {
+        self.key_registry = registry;
+        self.keys_used_default = keys_used_default;
+    }
+
+    /// Adds views of `key`'s content (computed from the resource whose whole hash is `content`); ignored when the
+    /// index knows another content by now.
+    pub fn set_views(&mut self, key: &ConfigKey, content: ContentHash, views: Vec<KeyView>) {
+        if views.is_empty() || self.configs.get(key).is_none_or(|f| f.hash != content || f.deleted) {
+            return;
+        }
+        let known = self.views.entry(key.clone()).or_default();
+        for view in views {
+            known.retain(|v| v.keys != view.keys);
+            known.push(view);
+        }
+    }
+
+    /// The workload opted in to key-level reloads (its annotation, else `--reload-on`).
+    fn key_level(&self, summary: &WorkloadSummary) -> bool {
+        summary.annotations.keys_used.unwrap_or(self.keys_used_default)
+    }
+
+    /// Tells the watch streams which key sets of `config` to compute views of: those its key-level readers read.
+    fn refresh_wanted(&self, config: &ConfigKey) {
+        let mut sets: Vec<crate::references::KeySet> = Vec::new();
+        for w in self.referenced_by.get(config).into_iter().flatten() {
+            let Some(state) = self.workloads.get(w).filter(|s| self.key_level(&s.summary)) else { continue };
+            let used = state.summary.uses.iter().find(|u| u.kind == config.kind && u.name == config.name);
+            if let Some(keys) = used.and_then(|u| u.keys.as_ref())
+                && !sets.contains(keys)
+            {
+                sets.push(keys.clone());
+            }
+        }
+        self.key_registry.set(config, sets);
+    }
+
     /// Records a resource. A new resource becomes, per `baseline`, what the workloads that may use it and have
     /// no record of it are assumed to run with.
     pub fn upsert_config(&mut self, key: ConfigKey, facts: ConfigFacts, baseline: Baseline) -> ConfigUpdate {
@@ -202,6 +249,9 @@ impl Index {
             Some(old) if old != facts => ConfigUpdate::MetadataOnly,
             Some(_) => ConfigUpdate::Unchanged,
         };
+        if matches!(update, ConfigUpdate::Changed { .. }) {
+            self.views.remove(&key);
+        }
         if update == ConfigUpdate::Created {
             let pair = (key.kind, key.name.clone());
             for w in self.candidates(&key) {
@@ -217,6 +267,7 @@ impl Index {
     /// (a tombstone deleted again is forgotten, so relists prune them). Returns whether a live resource was
     /// turned into a tombstone or forgotten.
     pub fn delete_config(&mut self, key: &ConfigKey, tombstone: bool) -> bool {
+        self.views.remove(key);
         match self.configs.get_mut(key) {
             Some(f) if tombstone && !f.deleted => {
                 let marker = ContentHash::delete_marker();
@@ -316,7 +367,14 @@ impl Index {
                 assumed.entry((config.kind, config.name)).or_insert(value);
             }
         }
+        let partial_uses = old_summary.iter().flat_map(|o| &o.uses).chain(&summary.uses).filter(|u| u.keys.is_some());
+        let touched: BTreeSet<ConfigKey> = partial_uses
+            .map(|u| ConfigKey { kind: u.kind, namespace: key.namespace.clone(), name: u.name.clone() })
+            .collect();
         self.workloads.insert(key, WorkloadState { summary, assumed, pending, persisted, rejected });
+        for config in &touched {
+            self.refresh_wanted(config);
+        }
         update
     }
 
@@ -369,7 +427,11 @@ impl Index {
 
     /// Forgets a deleted workload.
     pub fn delete_workload(&mut self, key: &WorkloadKey) -> bool {
-        self.remove_workload(key).is_some()
+        let Some(state) = self.remove_workload(key) else { return false };
+        for u in state.summary.uses.iter().filter(|u| u.keys.is_some()) {
+            self.refresh_wanted(&ConfigKey { kind: u.kind, namespace: key.namespace.clone(), name: u.name.clone() });
+        }
+        true
     }
 
     /// Keys of every indexed workload.
@@ -417,6 +479,8 @@ impl Index {
     }
 }
 
+#[cfg(test)]
+mod key_tests;
 #[cfg(test)]
 mod secret_tests;
 #[cfg(test)]

@@ -43,6 +43,9 @@ pub struct WorkloadPlan {
     pub unrecorded: usize,
     /// The object carries a non-empty record now (a reload that cannot write the new one must clear it).
     pub object_has_record: bool,
+    /// Key-level reloads: resources whose consumed keys' hash is not known yet (read them, then plan again);
+    /// they are left out of this plan rather than compared by their whole content.
+    pub views_needed: Vec<ConfigKey>,
 }
 
 impl WorkloadPlan {
@@ -78,6 +81,7 @@ impl Index {
         let mut reloads = Vec::new();
         let mut baselines = Vec::new();
         let mut record = BTreeMap::new();
+        let mut views_needed = Vec::new();
         for config in configs {
             let Some(facts) = self.configs.get(&config) else { continue };
             let s = &state.summary;
@@ -94,24 +98,45 @@ impl Index {
                     baselines.push((pair, facts.hash));
                 }
                 ReloadDecision::Reload { container, reason } => {
+                    // Key-level: the consumed keys' view stands for the content (its hash is compared, written
+                    // and recorded). A view of them is also recognised when the workload no longer opts in.
+                    let consumed = s.uses.iter().find(|u| u.kind == config.kind && u.name == config.name);
+                    let consumed = consumed.and_then(|u| u.keys.as_ref());
+                    let view = consumed.and_then(|k| self.views.get(&config)?.iter().find(|v| v.keys == *k));
+                    let key_level = consumed.is_some() && self.key_level(s) && !facts.deleted;
+                    if key_level && view.is_none() {
+                        views_needed.push(config);
+                        if let Some(h) = state.persisted.as_ref().unwrap_or(&s.applied_hashes).get(&pair) {
+                            record.insert(pair, *h);
+                        }
+                        continue;
+                    }
+                    let (hash, record_hash) = match view.filter(|_| key_level) {
+                        Some(v) => (v.hash, v.record_hash),
+                        None => (facts.hash, facts.record_hash),
+                    };
                     let key = self.hash_key.as_ref().filter(|_| config.kind == ConfigKind::Secret && !facts.deleted);
-                    let keyed = key.map(|k| facts.hash.sealed(k.bytes()));
-                    let formerly_keyed = key.and_then(|k| k.previous()).map(|p| facts.hash.sealed(p));
+                    let keyed = key.map(|k| hash.sealed(k.bytes()));
                     // Every form the current content takes on an object: the plain hash (upstream's, and ours
                     // before a key was set), the record's sealed form (also under a re-created Secret's former
-                    // UID), the keyed form.
+                    // UID), the keyed form (also under the former key) — of the whole content and of the keys
+                    // the workload reads.
+                    let forms_of = |plain: ContentHash, sealed: ContentHash, h: ContentHash| {
+                        h == plain
+                            || h == sealed
+                            || key.is_some_and(|k| h == plain.sealed(k.bytes()))
+                            || key.and_then(|k| k.previous()).is_some_and(|p| h == plain.sealed(p))
+                    };
                     let current = |h: ContentHash| {
-                        let is_current = h == facts.hash
-                            || h == facts.record_hash
-                            || keyed == Some(h)
-                            || formerly_keyed == Some(h)
+                        let is_current = forms_of(facts.hash, facts.record_hash, h)
+                            || view.is_some_and(|v| forms_of(v.hash, v.record_hash, h))
                             || self.departed_vouches(&config, facts.hash, h);
-                        if is_current { facts.hash } else { h }
+                        if is_current { hash } else { h }
                     };
                     let applied = applied(state, &pair, &container, current);
                     let Some(previous) = applied else {
-                        baselines.push((pair.clone(), facts.hash));
-                        record.insert(pair, facts.record_hash);
+                        baselines.push((pair.clone(), hash));
+                        record.insert(pair, record_hash);
                         continue;
                     };
                     // upstream v1: with env vars, a deleted resource whose variable is not on the template needs no
@@ -120,18 +145,18 @@ impl Index {
                     let nothing_to_remove = facts.deleted
                         && strategy == ReloadStrategy::EnvVars
                         && s.env_records.iter().all(|(_, e, _)| *e != env);
-                    if previous != facts.hash && !nothing_to_remove {
+                    if previous != hash && !nothing_to_remove {
                         reloads.push(PlannedReload {
                             config,
-                            hash: facts.hash,
-                            value: keyed.unwrap_or(facts.hash),
+                            hash,
+                            value: keyed.unwrap_or(hash),
                             previous,
                             container,
                             reason,
                             deleted: facts.deleted,
                         });
                     }
-                    record.insert(pair, facts.record_hash);
+                    record.insert(pair, record_hash);
                 }
             }
         }
@@ -145,7 +170,8 @@ impl Index {
         }
         let (record, unrecorded) = within_budget(record, &state.summary);
         let applied_hashes = (record != *on_object).then_some(record);
-        let mut plan = WorkloadPlan { reloads, applied_hashes, unrecorded, object_has_record: !on_object.is_empty() };
+        let object_has_record = !on_object.is_empty();
+        let mut plan = WorkloadPlan { reloads, applied_hashes, unrecorded, object_has_record, views_needed };
         if state.rejected.as_ref().is_some_and(|r| *r == reload_set(&plan)) {
             // The same write was rejected permanently already: wait for something to change.
             plan = WorkloadPlan::default();
@@ -227,8 +253,8 @@ fn applied(
         .copied()
         .or_else(|| state.summary.applied_hashes.get(pair).copied())
         .or_else(|| template_record(&state.summary, pair, Some(container)))
-        .map(current)
         .or_else(|| state.assumed.get(pair).copied())
+        .map(current)
 }
 
 /// True when the object itself records a hash for `pair` (template or metadata).
