@@ -338,3 +338,36 @@ async fn installed_as_kubectl_reloader_it_is_a_kubectl_plugin() {
     assert!(!ok && err.contains("nope"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test]
+async fn with_key_level_reloads_a_preview_rolls_only_the_readers_of_the_keys_it_changes() {
+    let ns = TestNamespace::create("explain-keys").await;
+    create_configmap(&ns, "cfg", &[("a", "1"), ("b", "1")], &[]).await;
+    let reads_a = json!({"containers": [{"name": "app", "image": "x",
+        "env": [{"name": "A", "valueFrom": {"configMapKeyRef": {"name": "cfg", "key": "a"}}}]}]});
+    let opted_in = json!({"reloader.stakater.com/auto": "true", "reloader.stakater.com/reload-on": "keys-used"});
+    Kind::Deployment.create(&ns, "reader", opted_in, json!({}), reads_a).await;
+    let auto = json!({"reloader.stakater.com/auto": "true"});
+    Kind::Deployment.create(&ns, "web", auto, json!({}), env_from_configmap("cfg")).await;
+
+    let (ok, out, err) = explain_with(&ns, &[], "cm/cfg", &["--from-literal=a=1", "--from-literal=b=2"]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("  new content: changed b\n  would roll out (1), strategy env-vars:\n    Deployment web:"),
+        "{out}"
+    );
+    assert!(out.contains("    Deployment reader: the new content changes b; it reads only a\n"), "{out}");
+    let (ok, out, err) = explain_with(&ns, &[], "cm/cfg", &["--from-literal=a=2", "--from-literal=b=1"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("  would roll out (2)"), "{out}");
+
+    let (ok, out, err) = explain_with(&ns, &[], "deployment/reader", &[]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains(
+            "  ConfigMap cfg: reloads on change (auto: referenced via env valueFrom; container app; only keys a)\n"
+        ),
+        "{out}"
+    );
+    assert!(out.ends_with("  now: up to date; a controller starting now would not roll it out\n"), "{out}");
+}

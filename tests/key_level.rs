@@ -210,7 +210,7 @@ async fn the_flag_opts_every_workload_in_and_the_annotation_opts_one_out() {
     Kind::Deployment.create(&ns, "default", auto.clone(), json!({}), spec.clone()).await;
     let out = json!({"reloader.stakater.com/auto": "true", KEYS_USED: "any-key"});
     Kind::Deployment.create(&ns, "out", out, json!({}), spec).await;
-    let _reloader = Reloader::start_with_env(&ns.name, &[], &[("RELOAD_ON", "keys-used")]).await;
+    let _reloader = Reloader::start_with_env(&ns.name, &[], &[("RELOADER_RELOAD_ON", "keys-used")]).await;
     wait_for("records", RELOAD_WAIT, || async {
         let d = ns.api::<Deployment>().get("default").await.map_err(|e| e.to_string())?;
         let record = d.annotations().get("reloader.stakater.com/applied-hashes").cloned().unwrap_or_default();

@@ -112,7 +112,7 @@ pub struct Args {
     /// Which changes roll a workload that has no `reloader.stakater.com/reload-on` annotation: `any-key`
     /// (upstream's behaviour) or `keys-used` — only a change of a key its pod spec reads (`env[].valueFrom`, volume
     /// and projected `items`; `envFrom` and whole volumes read every key). Ours.
-    #[arg(long, env = "RELOAD_ON", default_value = "any-key", value_parser = ["any-key", "keys-used"])]
+    #[arg(long, env = "RELOADER_RELOAD_ON", default_value = "any-key", value_parser = ["any-key", "keys-used"])]
     pub reload_on: String,
 
     /// Reload workloads when a resource they select is deleted (env-vars: the STAKATER_* var is removed).
@@ -296,7 +296,7 @@ pub struct AnnotationArgs {
     #[arg(long, env = "PAUSE_DEPLOYMENT_TIME_ANNOTATION", default_value = default::PAUSED_AT)]
     pub pause_deployment_time_annotation: String,
     /// Key-level reloads annotation key (ours; values `keys-used`, `any-key`).
-    #[arg(long, env = "RELOAD_ON_ANNOTATION", default_value = default::RELOAD_ON)]
+    #[arg(long, env = "RELOADER_RELOAD_ON_ANNOTATION", default_value = default::RELOAD_ON)]
     pub reload_on_annotation: String,
 }
 

@@ -108,20 +108,38 @@ pub struct Verdict {
     /// The container whose environment carries the reload (env-vars strategy), when it reloads.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub container: Option<String>,
+    /// Key-level reloads: the only keys whose change rolls it (those its pod spec reads), when it opted in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keys: Option<Vec<String>>,
 }
 
 impl Verdict {
-    fn new(kind: impl ToString, name: &str, decision: ReloadDecision) -> Self {
+    fn new(kind: impl ToString, name: &str, decision: ReloadDecision, keys: Option<Vec<String>>) -> Self {
         let (kind, name) = (kind.to_string(), name.to_owned());
         match decision {
             ReloadDecision::Reload { container, reason } => {
-                Self { kind, name, reloads: true, reason: reason.to_string(), container: Some(container) }
+                Self { kind, name, reloads: true, reason: reason.to_string(), container: Some(container), keys }
             }
             ReloadDecision::Skip(reason) => {
-                Self { kind, name, reloads: false, reason: reason.to_string(), container: None }
+                Self { kind, name, reloads: false, reason: reason.to_string(), container: None, keys: None }
             }
         }
     }
+
+    /// `; only keys a, b` for a key-level reader, else nothing.
+    fn keys_note(&self) -> String {
+        self.keys.as_ref().map(|k| format!("; only keys {}", k.join(", "))).unwrap_or_default()
+    }
+}
+
+/// The keys of `config` whose change rolls the workload, when it opted in to key-level reloads and reads only
+/// some (`None`: any change does).
+pub fn keys_read(summary: &WorkloadSummary, config: &ConfigKey, settings: DecisionSettings) -> Option<Vec<String>> {
+    if !summary.annotations.keys_used.unwrap_or(settings.keys_used) {
+        return None;
+    }
+    let used = summary.uses.iter().find(|u| u.kind == config.kind && u.name == config.name)?;
+    used.keys.as_ref().map(|k| k.to_vec())
 }
 
 /// A rollout a controller starting now would make.
@@ -178,6 +196,8 @@ pub struct Visible<'a> {
     pub start: Baseline,
     /// `--hash-key-secret`'s key: Secret values on templates are keyed by it.
     pub hash_key: Option<&'a crate::hash_key::HashKey>,
+    /// Key-level reloads: views of the resources the workload reads some keys of, with their whole hash.
+    pub views: &'a [(ConfigKey, ContentHash, Vec<crate::index::KeyView>)],
 }
 
 /// The explanation of one workload, given its summary and what the controller sees of its namespace. Pure.
@@ -188,13 +208,14 @@ pub fn explain(
     settings: DecisionSettings,
     strategy: ReloadStrategy,
 ) -> WorkloadExplanation {
-    let &Visible { ref namespace_inactive, configs, watched, start, hash_key } = visible;
+    let &Visible { ref namespace_inactive, configs, watched, start, hash_key, views } = visible;
     let mut sorted: Vec<&(ConfigKey, ConfigFacts)> = configs.iter().collect();
     sorted.sort_by(|a, b| (a.0.kind, &a.0.name).cmp(&(b.0.kind, &b.0.name)));
     let mut resources = Vec::new();
     for (config, facts) in sorted {
         let used = summary.uses.iter().any(|u| u.kind == config.kind && u.name == config.name);
-        let verdict = Verdict::new(config.kind, &config.name, decide_pair(summary, config, facts, settings));
+        let keys = keys_read(summary, config, settings);
+        let verdict = Verdict::new(config.kind, &config.name, decide_pair(summary, config, facts, settings), keys);
         if verdict.reloads || used {
             resources.push(verdict);
         }
@@ -205,10 +226,14 @@ pub fn explain(
     let now = namespace_inactive.is_none().then(|| {
         let mut index = Index::default();
         index.set_hash_key(hash_key.cloned());
+        index.set_key_level(std::sync::Arc::default(), settings.keys_used);
         for (config, facts) in configs {
             index.upsert_config(config.clone(), *facts, start);
         }
         index.upsert_workload(key.clone(), summary.clone(), start);
+        for (config, content, known) in views {
+            index.set_views(config, *content, known.clone());
+        }
         let plan = index.plan(key, settings, strategy);
         let pending = plan.reloads.iter().map(|r| PendingRollout {
             kind: r.config.kind.to_string(),
@@ -251,9 +276,10 @@ impl WorkloadExplanation {
         for v in &self.resources {
             match &v.container {
                 Some(container) if v.reloads => {
+                    let keys = v.keys_note();
                     let _ = writeln!(
                         out,
-                        "  {} {}: reloads on change ({}; container {container})",
+                        "  {} {}: reloads on change ({}; container {container}{keys})",
                         v.kind, v.name, v.reason
                     );
                 }

@@ -50,6 +50,11 @@ pub struct ContentChange {
 }
 
 impl ContentChange {
+    /// Every key that differs, changed, added or removed.
+    pub fn keys(&self) -> impl Iterator<Item = &String> {
+        self.changed.iter().chain(&self.added).chain(&self.removed)
+    }
+
     /// No key differs: the controller sees no change.
     pub fn is_empty(&self) -> bool {
         self.changed.is_empty() && self.added.is_empty() && self.removed.is_empty()

@@ -23,7 +23,8 @@ use crate::{
     controller::{Settings, Source, config_flags, configmap_facts, secret_facts},
     csi::SecretProviderClass,
     hash::ContentHash,
-    index::{Baseline, ConfigFacts, ConfigKey},
+    index::{Baseline, ConfigFacts, ConfigKey, KeyView, configmap_views, secret_views},
+    references::KeySet,
     resource::ConfigKind,
     workload::{
         WorkloadKey, WorkloadKind, WorkloadObject, WorkloadSummary,
@@ -56,17 +57,29 @@ pub async fn workload(
         Some(selector) => ListParams::default().labels(selector),
         None => ListParams::default(),
     };
-    let mut configs = Vec::new();
+    // Key-level: the key sets the workload reads, whose views the controller would compare.
+    let wanted: Vec<(ConfigKey, KeySet)> = summary
+        .uses
+        .iter()
+        .filter(|_| summary.annotations.keys_used.unwrap_or(settings.decisions.keys_used))
+        .filter_map(|u| {
+            let config = ConfigKey { kind: u.kind, namespace: namespace.into(), name: u.name.clone() };
+            Some((config, u.keys.clone()?))
+        })
+        .collect();
+    let (mut configs, mut views) = (Vec::new(), Vec::new());
     if watched.contains(&ConfigKind::ConfigMap) {
-        configs.extend(list_facts(client, namespace, &params, keys, configmap_facts).await?);
+        let read = (configmap_facts as FactsFn<ConfigMap>, configmap_views as ViewsFn<ConfigMap>);
+        list_facts(client, namespace, &params, keys, read, &wanted, (&mut configs, &mut views)).await?;
     }
     if watched.contains(&ConfigKind::Secret) {
-        configs.extend(list_facts(client, namespace, &params, keys, secret_facts).await?);
+        let read = (secret_facts as FactsFn<Secret>, secret_views as ViewsFn<Secret>);
+        list_facts(client, namespace, &params, keys, read, &wanted, (&mut configs, &mut views)).await?;
     }
     let namespace_inactive = namespace_inactive(client, namespace, settings).await?;
     let start = if settings.sync_after_restart { Baseline::Stale } else { Baseline::Current };
     let hash_key = settings.hash_key.as_ref();
-    let visible = Visible { namespace_inactive, configs: &configs, watched: &watched, start, hash_key };
+    let visible = Visible { namespace_inactive, configs: &configs, watched: &watched, start, hash_key, views: &views };
     Ok(explain(&key, &summary, &visible, settings.decisions, settings.strategy))
 }
 
@@ -233,13 +246,20 @@ where
     Ok(objects.items.iter().filter_map(|o| summarise(o, keys)).collect())
 }
 
+type FactsFn<K> = fn(&K, &AnnotationKeys) -> Option<(ConfigKey, ConfigFacts)>;
+type ViewsFn<K> = fn(&K, &[KeySet]) -> Vec<KeyView>;
+type Views = Vec<(ConfigKey, ContentHash, Vec<KeyView>)>;
+
+/// Lists one kind of resource into `out`: the facts of each, and the views of those `wanted` names.
 async fn list_facts<K>(
     client: &Client,
     namespace: &str,
     params: &ListParams,
     keys: &AnnotationKeys,
-    facts: fn(&K, &AnnotationKeys) -> Option<(ConfigKey, ConfigFacts)>,
-) -> Result<Vec<(ConfigKey, ConfigFacts)>, ExplainError>
+    (facts, views): (FactsFn<K>, ViewsFn<K>),
+    wanted: &[(ConfigKey, KeySet)],
+    out: (&mut Vec<(ConfigKey, ConfigFacts)>, &mut Views),
+) -> Result<(), ExplainError>
 where
     K: kube::Resource<Scope = NamespaceResourceScope, DynamicType = ()> + DeserializeOwned + Clone + std::fmt::Debug,
 {
@@ -247,5 +267,13 @@ where
         .list(params)
         .await
         .map_err(|source| ExplainError::Api { what: format!("listing {}", K::plural(&())), source })?;
-    Ok(objects.items.iter().filter_map(|o| facts(o, keys)).collect())
+    for object in &objects.items {
+        let Some((key, f)) = facts(object, keys) else { continue };
+        let sets: Vec<KeySet> = wanted.iter().filter(|(c, _)| *c == key).map(|(_, k)| k.clone()).collect();
+        if !sets.is_empty() {
+            out.1.push((key.clone(), f.hash, views(object, &sets)));
+        }
+        out.0.push((key, f));
+    }
+    Ok(())
 }

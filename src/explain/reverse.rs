@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::{Verdict, preview::ContentChange};
+use super::{Verdict, keys_read, preview::ContentChange};
 use crate::{
     decision::{DecisionSettings, ReloadDecision},
     hash::ContentHash,
@@ -87,10 +87,21 @@ pub fn explain_dependents(
         let named = summary.annotations.for_kind(config.kind).named.iter().any(|p| p.matches(&config.name));
         let decision = decide_pair(summary, config, &facts, settings);
         let rolls = matches!(decision, ReloadDecision::Reload { .. });
-        let mut verdict = Verdict::new(key.kind, &key.name, decision);
+        let keys = keys_read(summary, config, settings);
+        // Key-level: a proposed content that changes none of the keys it reads does not roll it.
+        let untouched = match (&keys, &around.preview) {
+            (Some(read), Some(change)) => !change.keys().any(|k| read.contains(k)),
+            _ => false,
+        };
+        let mut verdict = Verdict::new(key.kind, &key.name, decision, keys);
         if rolls && unchanged {
-            verdict = Verdict { reloads: false, reason: UNCHANGED.to_owned(), container: None, ..verdict };
+            verdict = Verdict { reloads: false, reason: UNCHANGED.to_owned(), container: None, keys: None, ..verdict };
             would_not_roll.push(verdict);
+        } else if rolls && untouched {
+            let read = verdict.keys.take().unwrap_or_default().join(", ");
+            let changed = around.preview.iter().flat_map(ContentChange::keys).cloned().collect::<Vec<_>>().join(", ");
+            let reason = format!("the new content changes {changed}; it reads only {read}");
+            would_not_roll.push(Verdict { reloads: false, reason, container: None, ..verdict });
         } else if rolls {
             would_roll.push(verdict);
         } else if used || named {
@@ -136,7 +147,7 @@ impl Dependents {
         let _ = writeln!(out, "  {verb} ({}), strategy {}:", self.would_roll.len(), self.strategy);
         for v in &self.would_roll {
             let container = v.container.as_deref().unwrap_or_default();
-            let _ = writeln!(out, "    {} {}: {}; container {container}", v.kind, v.name, v.reason);
+            let _ = writeln!(out, "    {} {}: {}; container {container}{}", v.kind, v.name, v.reason, v.keys_note());
         }
         let _ = writeln!(out, "  use it but would not roll out ({}):", self.would_not_roll.len());
         for v in &self.would_not_roll {

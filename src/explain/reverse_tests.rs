@@ -133,3 +133,38 @@ fn the_json_answer_carries_the_same_facts_for_scripts() {
         answer.to_text().contains("  ConfigMaps are not watched (--resources-to-ignore): a change rolls nothing\n")
     );
 }
+
+#[test]
+fn key_level_readers_roll_only_when_the_keys_they_read_change() {
+    let d: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": "reader", "namespace": "shop", "uid": "reader",
+                     "annotations": {"reloader.stakater.com/auto": "true", "reloader.stakater.com/reload-on": "keys-used"}},
+        "spec": {"selector": {}, "template": {"spec": {"containers": [{"name": "app",
+            "env": [{"name": "A", "valueFrom": {"configMapKeyRef": {"name": "cfg", "key": "a"}}}]}]}}}
+    }))
+    .expect("deployment");
+    let workloads = vec![
+        summarise(&d, &AnnotationKeys::default()).expect("summary"),
+        workload("web", json!({"reloader.stakater.com/auto": "true"}), "cfg"),
+    ];
+    let mut around = Surroundings {
+        facts: Some(ConfigFacts::live(ContentHash::NONE, false, false)),
+        workloads: &workloads,
+        unwatched: &[],
+        not_watched: None,
+        namespace_inactive: None,
+        preview: None,
+    };
+    let text = explain_dependents(&cfg(), &around, DecisionSettings::default(), ReloadStrategy::EnvVars).to_text();
+    assert!(
+        text.contains("    Deployment reader: auto: referenced via env valueFrom; container app; only keys a\n"),
+        "{text}"
+    );
+    around.preview = Some(ContentChange { changed: vec!["b".into()], added: vec![], removed: vec![] });
+    let answer = explain_dependents(&cfg(), &around, DecisionSettings::default(), ReloadStrategy::EnvVars);
+    assert_eq!(answer.would_roll.iter().map(|v| v.name.as_str()).collect::<Vec<_>>(), ["web"]);
+    assert_eq!(answer.would_not_roll[0].reason, "the new content changes b; it reads only a");
+    around.preview = Some(ContentChange { changed: vec!["a".into()], added: vec![], removed: vec![] });
+    let answer = explain_dependents(&cfg(), &around, DecisionSettings::default(), ReloadStrategy::EnvVars);
+    assert_eq!(answer.would_roll.len(), 2, "both read a");
+}

@@ -67,7 +67,7 @@ fn visible<'a>(
     namespace_inactive: Option<String>,
     start: Baseline,
 ) -> Visible<'a> {
-    Visible { namespace_inactive, configs, watched, start, hash_key: None }
+    Visible { namespace_inactive, configs, watched, start, hash_key: None, views: &[] }
 }
 
 fn configs() -> Vec<(ConfigKey, ConfigFacts)> {

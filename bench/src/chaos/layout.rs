@@ -130,6 +130,7 @@ impl ChaosLayout {
                 name: w.name.clone(),
                 refs: vec![],
                 pause_period: None,
+                keys_used: false,
             };
             objects::create_workload(client, &def, &self.namespaces[w.ns], tag, &self.refs(w)).await?;
         }

@@ -104,6 +104,7 @@ pub fn layout(id: ScenarioId) -> Layout {
                         name: format!("{stem}-{i}"),
                         refs: vec![(0, RefHow::EnvFrom)],
                         pause_period: None,
+                        keys_used: false,
                     });
                 }
             }
@@ -183,6 +184,20 @@ pub fn layout(id: ScenarioId) -> Layout {
             l
         }
         M1 => m1_layout(),
+        M1K => {
+            // Every 10th Deployment reads `value` of its ConfigMap through `valueFrom` and opts in to key-level
+            // reloads (the updates change `value`, so the expected reloads are M1's).
+            let mut l = m1_layout();
+            l.id = M1K;
+            l.title = "M1 with 100 of the 1,000 Deployments reading one key with reload-on: keys-used".into();
+            for w in l.workloads.iter_mut().step_by(10) {
+                w.keys_used = true;
+                if let Some(first) = w.refs.first_mut() {
+                    first.1 = RefHow::ValueFrom;
+                }
+            }
+            l
+        }
     }
 }
 

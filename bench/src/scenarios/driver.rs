@@ -23,7 +23,7 @@ use tokio::time::MissedTickBehavior;
 use super::{ConfigDef, ConfigKind, Plan, RefHow, WorkloadDef, objects};
 use crate::{
     Error,
-    measure::{actions::Update, content::hash_data, tracker::Kind},
+    measure::{actions::Update, content::hash_data},
 };
 
 /// A Deployment created during the run (S5).
@@ -45,6 +45,9 @@ struct Inner {
     rng: u64,
     /// Round trip of each content update request (ms).
     rtts: Vec<f64>,
+    /// Hash of the `value` key alone → hash of the whole content it belongs to: what a key-level reader
+    /// (`reload-on: keys-used`, reading `value`) records for that update.
+    value_hashes: HashMap<String, String>,
 }
 
 /// Writes a scenario's updates.
@@ -77,6 +80,7 @@ impl Driver {
             churned: Vec::new(),
             rng: 0x2545F4914F6CDD1D,
             rtts: Vec::new(),
+            value_hashes: HashMap::new(),
         };
         Self { client, namespaces, configs, run, epoch, inner: Mutex::new(inner) }
     }
@@ -87,11 +91,19 @@ impl Driver {
 
     /// The hash of every resource's creation content (sequence 0) → resource index.
     pub fn initial_hashes(&self) -> HashMap<String, usize> {
-        self.configs
-            .iter()
-            .enumerate()
-            .map(|(i, def)| (hash_data(&objects::content(def, &self.namespaces[def.ns], 0)), i))
-            .collect()
+        let mut initial = HashMap::new();
+        for (i, def) in self.configs.iter().enumerate() {
+            let data = objects::content(def, &self.namespaces[def.ns], 0);
+            initial.insert(hash_data(&data), i);
+            initial.insert(value_hash(&data), i);
+        }
+        initial
+    }
+
+    /// Maps a hash seen on a workload to the whole content's hash when it is a key-level reader's `value`
+    /// hash.
+    pub fn value_hashes(&self) -> HashMap<String, String> {
+        self.lock().value_hashes.clone()
     }
 
     /// Updates recorded so far.
@@ -123,6 +135,7 @@ impl Driver {
             inner.seqs[config] += 1;
             let data = objects::content(def, ns, inner.seqs[config]);
             let hash = hash_data(&data);
+            inner.value_hashes.insert(value_hash(&data), hash.clone());
             let sent = self.epoch.elapsed();
             inner.updates.push(Update {
                 config,
@@ -255,8 +268,7 @@ impl Driver {
             while Instant::now() < deadline {
                 tick.tick().await;
                 let name = format!("churn-{n}");
-                let w =
-                    WorkloadDef { kind: Kind::Deployment, ns: 0, name: name.clone(), refs: vec![], pause_period: None };
+                let w = WorkloadDef { name: name.clone(), ..super::deployment(0, String::new(), vec![]) };
                 objects::create_workload(&self.client, &w, &ns, &self.run, &refs).await?;
                 self.lock().churned.push(Churned { name, created: self.epoch.elapsed(), deleted: None });
                 if n >= keep {
@@ -322,4 +334,11 @@ mod tests {
         assert_eq!(encode(ConfigKind::Secret, "test"), "dGVzdA==");
         assert_eq!(encode(ConfigKind::ConfigMap, "test"), "test");
     }
+}
+
+/// The hash of the `value` key alone.
+fn value_hash(data: &std::collections::BTreeMap<String, String>) -> String {
+    let value: std::collections::BTreeMap<String, String> =
+        data.iter().filter(|(k, _)| *k == "value").map(|(k, v)| (k.clone(), v.clone())).collect();
+    hash_data(&value)
 }

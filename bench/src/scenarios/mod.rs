@@ -31,6 +31,8 @@ pub enum ScenarioId {
     S13,
     /// Memory scale: 10,000 ConfigMaps + 10,000 Secrets of 4 KiB, 1,000 Deployments, 50 namespaces.
     M1,
+    /// M1 with 10% of the Deployments opted in to key-level reloads (not in `all`: it measures one feature).
+    M1K,
 }
 
 /// Every scenario, in run order (M1 last: it is the slowest and leaves the most for the API server to delete).
@@ -43,10 +45,14 @@ pub const ALL: [ScenarioId; 14] = {
 pub const QUICK: [ScenarioId; 3] = [ScenarioId::S1, ScenarioId::S4, ScenarioId::S6];
 
 impl ScenarioId {
-    /// Parses `S1`…`S13`, `M1` (any case).
+    /// Parses `S1`…`S13`, `M1`, `M1K` (any case).
     pub fn parse(text: &str) -> Result<Self, Error> {
         let t = text.trim().to_ascii_uppercase();
-        ALL.iter().copied().find(|id| format!("{id:?}") == t).ok_or_else(|| Error::Invalid(format!("scenario {text}")))
+        ALL.iter()
+            .chain(&[Self::M1K])
+            .copied()
+            .find(|id| format!("{id:?}") == t)
+            .ok_or_else(|| Error::Invalid(format!("scenario {text}")))
     }
 
     /// Parses a comma list, `all` or `quick`.
@@ -109,6 +115,8 @@ pub struct WorkloadDef {
     pub refs: Vec<(usize, RefHow)>,
     /// `deployment.reloader.stakater.com/pause-period` on its metadata.
     pub pause_period: Option<String>,
+    /// `reloader.stakater.com/reload-on: keys-used` on its metadata (key-level reloads; ours).
+    pub keys_used: bool,
 }
 
 /// How updates are made during the scenario.
@@ -154,7 +162,7 @@ pub(crate) fn cms(ns: usize, count: usize, pad_bytes: usize) -> Vec<ConfigDef> {
 }
 
 pub(crate) fn deployment(ns: usize, name: String, refs: Vec<(usize, RefHow)>) -> WorkloadDef {
-    WorkloadDef { kind: Kind::Deployment, ns, name, refs, pause_period: None }
+    WorkloadDef { kind: Kind::Deployment, ns, name, refs, pause_period: None, keys_used: false }
 }
 
 impl Layout {

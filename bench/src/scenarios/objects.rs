@@ -24,6 +24,8 @@ pub const RUN_LABEL: &str = "reloader-bench/run";
 pub const NAMESPACE_LABEL: &str = "reloader-bench";
 /// The annotation every workload carries.
 pub const AUTO: &str = "reloader.stakater.com/auto";
+/// Our key-level reloads opt-in (a workload reading `value` only rolls when `value` changes).
+pub const RELOAD_ON: &str = "reloader.stakater.com/reload-on";
 /// Upstream's pause-period key (reloader-behaviour.md §1.1).
 pub const PAUSE_PERIOD: &str = "deployment.reloader.stakater.com/pause-period";
 
@@ -155,6 +157,9 @@ pub async fn create_workload(
     annotations.insert(AUTO.into(), json!("true"));
     if let Some(p) = &def.pause_period {
         annotations.insert(PAUSE_PERIOD.into(), json!(p));
+    }
+    if def.keys_used {
+        annotations.insert(RELOAD_ON.into(), json!("keys-used"));
     }
     let labels = json!({"app": def.name});
     let mut spec = json!({

@@ -13,7 +13,7 @@ use std::{
 use futures::{StreamExt, stream};
 use jiff::Timestamp;
 
-use super::{ConfigDef, ConfigKind, Layout, RefHow, WorkloadDef, driver::Driver, objects};
+use super::{ConfigDef, ConfigKind, Layout, RefHow, driver::Driver, objects};
 use crate::{
     Error,
     controller::{ControllerSpec, Running},
@@ -66,7 +66,7 @@ impl Probe {
     async fn create(client: &kube::Client, namespace: &str, run: &str) -> Result<Self, Error> {
         let def = ConfigDef { kind: ConfigKind::ConfigMap, ns: 0, name: PROBE.into(), pad_bytes: 0 };
         objects::create_config(client, &def, namespace, run, &objects::content(&def, namespace, 0)).await?;
-        let w = WorkloadDef { kind: Kind::Deployment, ns: 0, name: PROBE.into(), refs: vec![], pause_period: None };
+        let w = super::deployment(0, PROBE.into(), vec![]);
         objects::create_workload(client, &w, namespace, run, &[(def.kind, def.name.clone(), RefHow::EnvFrom)]).await?;
         Ok(Self { def, namespace: namespace.into(), seq: 0 })
     }
@@ -212,7 +212,8 @@ async fn run_in(
         controller.check_alive()?;
         let mut updates = driver.updates();
         actions::mark_downtime_superseded(&mut updates, &downtimes);
-        let (stats, _) = actions::analyze(&updates, &initial, &deps, &observations(&tracker, &index, epoch));
+        let (stats, _) =
+            actions::analyze(&updates, &initial, &deps, &observations(&tracker, &index, epoch, &driver.value_hashes()));
         if stats.missed == 0 || Instant::now() > settle_deadline {
             break;
         }
@@ -227,7 +228,8 @@ async fn run_in(
 
     let mut updates: Vec<Update> = driver.updates();
     actions::mark_downtime_superseded(&mut updates, &downtimes);
-    let (stats, latencies) = actions::analyze(&updates, &initial, &deps, &observations(&tracker, &index, epoch));
+    let (stats, latencies) =
+        actions::analyze(&updates, &initial, &deps, &observations(&tracker, &index, epoch, &driver.value_hashes()));
     let api = match &env.audit {
         Some((path, user)) => Some(audit::summarize(&audit::read_log(path)?, user, wall_start, wall_end)),
         None => None,
@@ -334,14 +336,19 @@ fn workload_index(
     (index, deps)
 }
 
-fn observations(tracker: &Tracker, index: &HashMap<WorkloadId, usize>, epoch: Instant) -> Vec<Observation> {
+fn observations(
+    tracker: &Tracker,
+    index: &HashMap<WorkloadId, usize>,
+    epoch: Instant,
+    value_hashes: &HashMap<String, String>,
+) -> Vec<Observation> {
     tracker
         .seen()
         .into_iter()
         .filter_map(|s| {
             Some(Observation {
                 workload: *index.get(&s.workload)?,
-                hash: s.hash,
+                hash: value_hashes.get(&s.hash).cloned().unwrap_or(s.hash),
                 seen: s.at.saturating_duration_since(epoch),
                 write: s.write,
             })
