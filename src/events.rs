@@ -100,13 +100,23 @@ impl EventSink {
 
     /// upstream v1: `Reloaded` with `Changes detected in '<res>' of type '<TYPE>' in namespace '<ns>', Updated
     /// '<workload>' of type '<Kind>' in namespace '<ns>'`.
-    pub fn reloaded(&self, key: &WorkloadKey, uid: Option<String>, resource: &str, resource_type: &str) {
-        let note = format!(
+    /// Ours: ` (changed keys: a, b)` follows when the keys are known (names only).
+    pub fn reloaded(
+        &self,
+        key: &WorkloadKey,
+        uid: Option<String>,
+        (resource, resource_type): (&str, &str),
+        changed: Option<&crate::keyprints::ChangedKeys>,
+    ) {
+        let mut note = format!(
             "Changes detected in '{resource}' of type '{resource_type}' in namespace '{ns}', Updated '{w}' of type '{k}' in namespace '{ns}'",
             ns = key.namespace,
             w = key.name,
             k = key.kind
         );
+        if let Some(keys) = changed.filter(|c| !c.is_empty()) {
+            note.push_str(&format!(" (changed keys: {keys})"));
+        }
         self.send(key, uid, EventType::Normal, "Reloaded", "Reload", note);
     }
 

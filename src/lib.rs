@@ -49,6 +49,7 @@ pub mod hash;
 pub mod hash_key;
 pub mod http;
 pub mod index;
+pub mod keyprints;
 pub mod leader;
 pub mod logging;
 pub mod metainfo;

@@ -1,5 +1,6 @@
-//! Alerts and webhook mode against local HTTP receivers: exact upstream payloads per sink, a hanging and a
-//! failing receiver never delay or block reloads, and the URL never reaches the logs.
+//! Alerts and webhook mode against local HTTP receivers: upstream's payloads per sink (plus the names of the keys
+//! that changed), a hanging and a failing receiver never delay or block reloads, and the URL never reaches the
+//! logs.
 
 mod common;
 
@@ -19,9 +20,10 @@ async fn setup(prefix: &str) -> TestNamespace {
     ns
 }
 
+/// Upstream's message, and ours after it: the key the test changes.
 fn message(ns: &TestNamespace) -> String {
     format!(
-        "Reloader detected changes in *cfg* of type *CONFIGMAP* in namespace *{0}*. Hence reloaded *web* of type *Deployment* in namespace *{0}*",
+        "Reloader detected changes in *cfg* of type *CONFIGMAP* in namespace *{0}*. Hence reloaded *web* of type *Deployment* in namespace *{0}* (changed keys: k)",
         ns.name
     )
 }
@@ -106,7 +108,12 @@ async fn webhook_mode_posts_instead_of_reloading() {
     let reloader = Reloader::start(&ns.name, &[&url]).await;
     set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
     let got = receiver.wait_requests(1).await;
-    assert_eq!(got[0].body, r#"{"webhook":"update successful"}"#);
+    let body: serde_json::Value = serde_json::from_str(&got[0].body).expect("JSON");
+    assert_eq!(
+        body,
+        json!({"webhook": "update successful", "resourceKind": "ConfigMap", "resourceName": "cfg",
+               "resourceNamespace": ns.name, "changedKeys": ["k"], "removedKeys": 0})
+    );
     assert_eq!(got[0].content_type, "application/json");
     Kind::Deployment.stays_at_revisions(&ns, "web", 1).await;
     assert!(reloader.logs().iter().all(|l| !l.contains("T0KEN")));

@@ -82,6 +82,23 @@ async fn recorded(ns: &TestNamespace, name: &str, env: &str, annotations: bool) 
     value["hash"].as_str().map(str::to_owned)
 }
 
+/// The note of the latest `Reloaded` Event on a workload.
+async fn reloaded_note(ns: &TestNamespace, workload: &str) -> String {
+    wait_for(&format!("a Reloaded Event on {workload}"), RELOAD_WAIT, || async {
+        let list = ns
+            .api::<k8s_openapi::api::events::v1::Event>()
+            .list(&Default::default())
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut mine = list.items.into_iter().filter(|e| {
+            e.reason.as_deref() == Some("Reloaded")
+                && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(workload)
+        });
+        mine.next_back().and_then(|e| e.note).ok_or_else(|| "none yet".to_owned())
+    })
+    .await
+}
+
 /// The names of the workload's pods, to show they were left alone.
 async fn pods(ns: &TestNamespace, app: &str) -> Vec<String> {
     let list = ns.api::<Pod>().list(&ListParams::default().labels(&format!("app={app}"))).await.expect("pods");
@@ -126,12 +143,20 @@ async fn each_form_rolls_for_its_keys_only(strategy: &str) {
         }
     }
     assert_eq!(pods(&ns, "value-from").await, before, "the pods are left alone");
+    let why = format!(
+        "Changes detected in 'cfg' of type 'CONFIGMAP' in namespace '{}' (changed keys b); 'value-from' of type 'Deployment' reads only a: not rolled",
+        ns.name
+    );
+    reloader.wait_log(&why).await;
 
     // The read key changes: every form rolls exactly once more, the readers with the hash of `a` alone.
     set_configmap_data(&ns, "cfg", &[("a", "2"), ("b", "2")]).await;
     for (name, _, partial) in forms() {
         Kind::Deployment.wait_revisions(&ns, name, if partial { 2 } else { 3 }).await;
     }
+    // The reload names the key it applies (names only): `a` for a reader of `a`, as for any other.
+    let note = reloaded_note(&ns, "value-from").await;
+    assert!(note.ends_with(" (changed keys: a)"), "{note}");
     for (name, _, partial) in forms() {
         Kind::Deployment.stays_at_revisions(&ns, name, if partial { 2 } else { 3 }).await;
         let value = recorded(&ns, name, "STAKATER_CFG_CONFIGMAP", annotations).await;

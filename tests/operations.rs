@@ -195,9 +195,10 @@ async fn reloads_and_bad_annotations_become_kubernetes_events() {
     assert_eq!(
         note,
         format!(
-            "Changes detected in 'creds' of type 'SECRET' in namespace '{0}', Updated 'web' of type 'Deployment' in namespace '{0}'",
+            "Changes detected in 'creds' of type 'SECRET' in namespace '{0}', Updated 'web' of type 'Deployment' in namespace '{0}' (changed keys: password)",
             ns.name
-        )
+        ),
+        "upstream's note, then the changed keys' names (never values)"
     );
     let regarding = reloaded.regarding.expect("regarding");
     assert_eq!((regarding.kind.as_deref(), regarding.api_version.as_deref()), (Some("Deployment"), Some("apps/v1")));

@@ -41,7 +41,8 @@ pub struct AlertConfig {
 enum Job {
     /// An alert's content type and body.
     Alert(&'static str, String),
-    Webhook,
+    /// `--webhook-url`'s body.
+    Webhook(String),
 }
 
 /// Queues alerts to the sender task. Cheap to clone.
@@ -71,7 +72,7 @@ impl Alerter {
             while let Some(job) = rx.recv().await {
                 let (sink, content_type, body) = match job {
                     Job::Alert(content_type, body) => (sink, content_type, body),
-                    Job::Webhook => (Sink::Slack, "application/json", payload::WEBHOOK_BODY.to_owned()),
+                    Job::Webhook(body) => (Sink::Slack, "application/json", body),
                 };
                 let result = send(&client, &url, sink, content_type, body).await;
                 m.alerts.with_label_values(&[if result.is_ok() { "sent" } else { "failed" }]).inc();
@@ -90,24 +91,22 @@ impl Alerter {
     }
 
     /// Queues upstream's alert for one reloaded workload.
-    pub fn reloaded(&self, resource: &str, resource_type: &str, workload: &str, kind: &str, namespace: &str) {
+    pub fn reloaded(&self, reload: &payload::ReloadAlert<'_>) {
         let additional = self.additional.as_deref();
         let (content_type, body) = if self.structured && self.sink == Sink::Raw {
             let now = jiff::Timestamp::now();
             let now = jiff::Timestamp::from_second(now.as_second()).unwrap_or(now).to_string();
-            (
-                "application/json",
-                payload::structured(resource, resource_type, workload, kind, namespace, additional, &now),
-            )
+            ("application/json", payload::structured(reload, additional, &now))
         } else {
-            payload::body(self.sink, &payload::message(resource, resource_type, workload, kind, namespace, additional))
+            payload::body(self.sink, &payload::message(reload, additional))
         };
         self.enqueue(Job::Alert(content_type, body));
     }
 
-    /// Queues upstream's `--webhook-url` POST (sent instead of reloading).
-    pub fn webhook(&self) {
-        self.enqueue(Job::Webhook);
+    /// Queues upstream's `--webhook-url` POST (sent instead of reloading) for a change of `config`.
+    pub fn webhook(&self, config: &crate::index::ConfigKey, changed: Option<&crate::keyprints::ChangedKeys>) {
+        let body = payload::webhook_body(&config.kind.to_string(), &config.name, &config.namespace, changed);
+        self.enqueue(Job::Webhook(body));
     }
 }
 

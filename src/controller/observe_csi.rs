@@ -38,7 +38,7 @@ impl Observer {
         let update = index.upsert_config(key.clone(), ConfigFacts::live(hash, ignored, matched), Baseline::Current);
         self.received(if update == ConfigUpdate::Created { "add" } else { "update" }, stream);
         if matches!(update, ConfigUpdate::Changed { .. }) && self.synced {
-            self.trigger(&index, &key, now);
+            self.trigger(&index, &key, now, None);
         }
         self.update_gauges(&index);
     }

@@ -13,6 +13,7 @@ use tracing::{debug, info, warn};
 use super::{Context, Observed, Source, StreamInfo};
 use crate::{
     index::{Baseline, ConfigKey, ConfigUpdate},
+    keyprints::ChangedKeys,
     resource::ConfigKind,
     workload::WorkloadKey,
 };
@@ -145,18 +146,39 @@ impl Observer {
 
     /// A qualifying change of `key`: queue the workloads it may concern, or in `--webhook-url` mode send the
     /// webhook instead (upstream v1: for every qualifying change, whether or not a workload matches).
-    pub(super) fn trigger(&self, index: &crate::index::Index, key: &ConfigKey, now: Instant) {
+    /// `changed`: the keys the change touched, when known (names only).
+    pub(super) fn trigger(
+        &self,
+        index: &crate::index::Index,
+        key: &ConfigKey,
+        now: Instant,
+        changed: Option<&ChangedKeys>,
+    ) {
+        let keys = changed.map(ToString::to_string).unwrap_or_default();
         if let Some(webhook) = &self.ctx.webhook {
             if self.active(&key.namespace) {
-                info!(resource = %key.name, namespace = %key.namespace, "Changes detected in '{}' of type '{}' in namespace '{}', sending webhook",
+                info!(resource = %key.name, namespace = %key.namespace, changed_keys = %keys,
+                      "Changes detected in '{}' of type '{}' in namespace '{}', sending webhook",
                       key.name, key.kind.upstream_type(), key.namespace);
-                webhook.webhook();
+                webhook.webhook(key, changed);
             }
             return;
         }
         // Kinds that cannot be watched are listed first; their result triggers again (fallback.rs).
         self.list_for_change(key);
         self.trigger_known(index, key, now);
+        // Key-level readers of none of the changed keys: say why they do not roll (their plan agrees: their keys'
+        // hash is unchanged). Removed keys are not named, so then nothing is claimed.
+        let Some(changed) = changed.filter(|c| c.removed == 0 && self.active(&key.namespace)) else { return };
+        for w in index.candidates(key) {
+            let Some(read) = index.keys_read(&w, key) else { continue };
+            if changed.names.iter().all(|n| !read.contains(n)) {
+                info!(namespace = %key.namespace, workload = %w.name, kind = %w.kind, config = %key.name,
+                      changed_keys = %keys, reads = %read.join(", "),
+                      "Changes detected in '{}' of type '{}' in namespace '{}' (changed keys {keys}); '{}' of type '{}' reads only {}: not rolled",
+                      key.name, key.kind.upstream_type(), key.namespace, w.name, w.kind, read.join(", "));
+            }
+        }
     }
 
     /// Queues the indexed workloads a change of `key` may concern.
@@ -193,15 +215,17 @@ impl Observer {
                 self.seen_namespaces.insert(id, HashSet::new());
             }
             Observed::ListDone(id) => self.list_done(id),
-            Observed::Config { stream, mut key, facts, listed, views } => {
+            Observed::Config { stream, mut key, facts, listed, views, digest } => {
                 let baseline = self.baseline(stream, true);
                 let mut index = self.ctx.index();
                 key.namespace = index.intern(&key.namespace);
                 if listed {
                     self.seen_configs.entry(stream).or_default().insert(key.clone());
                 }
+                let before = index.config(&key).copied();
                 let update = index.upsert_config(key.clone(), facts, baseline);
                 index.set_views(&key, facts.hash, views);
+                let changed_keys = index.observe_keys(&key, update, before, &digest);
                 debug!(resource = %key, ?update, "observed");
                 self.received(if update == ConfigUpdate::Created { "add" } else { "update" }, stream);
                 if self.synced && matches!(update, ConfigUpdate::MetadataOnly | ConfigUpdate::Unchanged) && !listed {
@@ -222,7 +246,7 @@ impl Observer {
                     ConfigUpdate::Changed { .. } | ConfigUpdate::Unchanged => false,
                 };
                 if trigger && self.synced {
-                    self.trigger(&index, &key, now);
+                    self.trigger(&index, &key, now, changed_keys.as_deref());
                 } else if reconcile && self.synced && self.ctx.webhook.is_none() {
                     self.trigger_known(&index, &key, now);
                 }
@@ -233,7 +257,7 @@ impl Observer {
                 self.ctx.metrics.events_received.with_label_values(&["delete", resource]).inc();
                 let mut index = self.ctx.index();
                 if index.delete_config(&key, tombstone) && tombstone && self.synced {
-                    self.trigger(&index, &key, now);
+                    self.trigger(&index, &key, now, None);
                 }
             }
             Observed::Workload { stream, mut key, summary, listed } => {

@@ -71,7 +71,14 @@ fn config(name: &str, value: &str, listed: bool) -> Observed {
     let data = [("k".to_owned(), value.to_owned())].into_iter().collect();
     let hash: ContentHash = crate::hash::configmap(Some(&data), None);
     let key = ConfigKey { kind: ConfigKind::ConfigMap, namespace: "ns".into(), name: name.into() };
-    Observed::Config { stream: 0, key, facts: ConfigFacts::live(hash, false, false), listed, views: Vec::new() }
+    Observed::Config {
+        stream: 0,
+        key,
+        facts: ConfigFacts::live(hash, false, false),
+        listed,
+        views: Vec::new(),
+        digest: Default::default(),
+    }
 }
 
 fn workload(name: &str, listed: bool) -> Observed {
@@ -221,8 +228,10 @@ async fn a_recreated_resource_or_a_flipped_ignore_is_reconciled_at_once_not_at_t
     assert!(drain(&ctx).await.is_empty(), "a deletion alone reloads nothing (no --reload-on-delete)");
     o.apply(config("cfg", "v2", false));
     assert_eq!(drain(&ctx).await, ["web"], "re-created: its workloads are looked at now");
-    let Observed::Config { stream, key, mut facts, listed, views } = config("cfg", "v2", false) else { unreachable!() };
+    let Observed::Config { stream, key, mut facts, listed, views, digest } = config("cfg", "v2", false) else {
+        unreachable!()
+    };
     facts.ignored = true;
-    o.apply(Observed::Config { stream, key, facts, listed, views });
+    o.apply(Observed::Config { stream, key, facts, listed, views, digest });
     assert_eq!(drain(&ctx).await, ["web"], "ignore flipped: looked at now");
 }

@@ -296,22 +296,25 @@ async fn reconcile(ctx: &Context, key: &WorkloadKey, triggered: Instant) -> Resu
         debug!(workload = %key, "recorded applied hashes");
     }
     for r in &plan.reloads {
+        let changed = r.changed_keys.as_deref();
         if let Some(events) = &ctx.events {
-            events.reloaded(key, uid.clone(), &r.config.name, r.config.kind.upstream_type());
+            events.reloaded(key, uid.clone(), (&r.config.name, r.config.kind.upstream_type()), changed);
         }
         if let Some(alerts) = &ctx.alerts {
-            alerts.reloaded(
-                &r.config.name,
-                r.config.kind.upstream_type(),
-                &key.name,
-                &key.kind.to_string(),
-                &key.namespace,
-            );
+            alerts.reloaded(&crate::alerts::payload::ReloadAlert {
+                resource: &r.config.name,
+                resource_type: r.config.kind.upstream_type(),
+                workload: &key.name,
+                kind: &key.kind.to_string(),
+                namespace: &key.namespace,
+                changed,
+            });
         }
+        let changed_keys = changed.map(ToString::to_string).unwrap_or_default();
         info!(
             namespace = %key.namespace, workload = %key.name, kind = %key.kind,
             config = %r.config.name, config_kind = %r.config.kind, reason = %r.reason, latency_ms,
-            deleted = r.deleted,
+            deleted = r.deleted, changed_keys = %changed_keys,
             "Changes detected in '{}' of type '{}' in namespace '{}'; updated '{}' of type '{}' in namespace '{}'",
             r.config.name, r.config.kind.upstream_type(), r.config.namespace, key.name, key.kind, key.namespace
         );

@@ -28,6 +28,7 @@ use crate::{
     csi::{SecretProviderClass, SecretProviderClassPodStatus},
     hash,
     index::{ConfigFacts, ConfigKey, KeyRegistry, KeyView, configmap_views, secret_views},
+    keyprints::{KeyDigest, configmap_digest, secret_digest},
     references::KeySet,
     resource::ConfigKind,
     workload::{
@@ -105,7 +106,8 @@ pub enum Observed {
     ListDone(usize),
     /// A resource exists with these facts (`listed`: part of a (re)list), and the views of its content the
     /// key registry wanted when it arrived (key-level reloads).
-    Config { stream: usize, key: ConfigKey, facts: ConfigFacts, listed: bool, views: Vec<KeyView> },
+    /// Its keys' fingerprints name the keys a change touched.
+    Config { stream: usize, key: ConfigKey, facts: ConfigFacts, listed: bool, views: Vec<KeyView>, digest: KeyDigest },
     /// A resource was deleted (or stopped matching the resource label selector).
     ConfigDeleted(ConfigKey),
     /// A workload exists.
@@ -216,13 +218,23 @@ pub fn add_sources(
             let stream = match source {
                 Source::Config(ConfigKind::Secret) => {
                     let cfg = configs_cfg.clone().fields(SECRET_FIELD_SELECTOR);
-                    config_stream(api::<Secret>(client, &ns), cfg, id, shared.clone(), (secret_facts, secret_views))
+                    config_stream(
+                        api::<Secret>(client, &ns),
+                        cfg,
+                        id,
+                        shared.clone(),
+                        (secret_facts, secret_views, secret_digest),
+                    )
                 }
                 // upstream v1 applied the resource label selector to these too, silencing CSI reloads: not here.
                 Source::Config(ConfigKind::SecretProviderClass) => csi_status_stream(api(client, &ns), id),
                 Source::SecretProviderClasses => csi_class_stream(api(client, &ns), id, keys),
                 Source::Config(ConfigKind::ConfigMap) => {
-                    let translate = (configmap_facts as FactsFn<ConfigMap>, configmap_views as ViewsFn<ConfigMap>);
+                    let translate = (
+                        configmap_facts as FactsFn<ConfigMap>,
+                        configmap_views as ViewsFn<ConfigMap>,
+                        configmap_digest as DigestFn<ConfigMap>,
+                    );
                     config_stream(api::<ConfigMap>(client, &ns), configs_cfg.clone(), id, shared.clone(), translate)
                 }
                 Source::Workload(WorkloadKind::Deployment) => workload_stream::<Deployment>(api(client, &ns), id, keys),
@@ -270,6 +282,7 @@ where
 
 type FactsFn<K> = fn(&K, &AnnotationKeys) -> Option<(ConfigKey, ConfigFacts)>;
 type ViewsFn<K> = fn(&K, &[KeySet]) -> Vec<KeyView>;
+type DigestFn<K> = fn(&K) -> KeyDigest;
 
 /// A resource's `ignore` and `match` annotations (true only when set to "true").
 pub fn config_flags(obj: &impl Resource, keys: &AnnotationKeys) -> (bool, bool) {
@@ -301,7 +314,7 @@ fn config_stream<K>(
     cfg: watcher::Config,
     id: usize,
     shared: StreamContext,
-    (facts, views): (FactsFn<K>, ViewsFn<K>),
+    (facts, views, digest): (FactsFn<K>, ViewsFn<K>, DigestFn<K>),
 ) -> BoxStream<'static, Observed>
 where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
@@ -314,7 +327,7 @@ where
             let (key, facts) = facts(&obj, &shared.keys)?;
             let wanted = shared.key_registry.wanted(&key);
             let views = if wanted.is_empty() { Vec::new() } else { views(&obj, &wanted) };
-            Some(Observed::Config { stream: id, key, facts, listed, views })
+            Some(Observed::Config { stream: id, key, facts, listed, views, digest: digest(&obj) })
         },
         move |obj: K| {
             let kind =

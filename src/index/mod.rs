@@ -9,6 +9,7 @@
 //! `STAKATER_*` env var / `last-reloaded-from` record on the pod template (upstream's), or an in-memory
 //! baseline (`assumed`).
 
+mod changes;
 mod plan;
 mod views;
 
@@ -59,6 +60,12 @@ pub struct ConfigFacts {
     pub matched: bool,
     /// Deleted, kept as a tombstone because `--reload-on-delete` is on.
     pub deleted: bool,
+}
+
+/// What the index keeps per resource: its facts and a fingerprint per key (to name changed keys).
+struct ConfigEntry {
+    facts: ConfigFacts,
+    prints: Box<[crate::keyprints::KeyPrint]>,
 }
 
 /// How an upsert changed a resource.
@@ -125,7 +132,7 @@ struct WorkloadState {
 /// The in-memory index.
 #[derive(Default)]
 pub struct Index {
-    configs: HashMap<ConfigKey, ConfigFacts>,
+    configs: HashMap<ConfigKey, ConfigEntry>,
     workloads: HashMap<WorkloadKey, WorkloadState>,
     referenced_by: HashMap<ConfigKey, BTreeSet<WorkloadKey>>,
     with_named_lists: HashMap<Arc<str>, BTreeSet<WorkloadKey>>,
@@ -143,6 +150,8 @@ pub struct Index {
     key_registry: Arc<KeyRegistry>,
     /// `--reload-on=keys-used`.
     keys_used_default: bool,
+    /// The last few content changes of recently changed resources, with the keys they touched.
+    recent: changes::RecentChanges,
     /// Resource streams that have not completed a list yet (kind, namespace or all): the index does not know
     /// all resources of that kind there, so plans keep what the object records for them.
     unlisted_config_sources: HashSet<(ConfigKind, Option<String>)>,
@@ -198,52 +207,20 @@ impl Index {
 
     /// The facts of a resource.
     pub fn config(&self, key: &ConfigKey) -> Option<&ConfigFacts> {
-        self.configs.get(key)
-    }
-
-    /// Key-level reloads: the registry shared with the watch streams, and `--reload-on`'s default.
-    pub fn set_key_level(&mut self, registry: Arc<KeyRegistry>, keys_used_default: bool) {
-        self.key_registry = registry;
-        self.keys_used_default = keys_used_default;
-    }
-
-    /// Adds views of `key`'s content (computed from the resource whose whole hash is `content`); ignored when the
-    /// index knows another content by now.
-    pub fn set_views(&mut self, key: &ConfigKey, content: ContentHash, views: Vec<KeyView>) {
-        if views.is_empty() || self.configs.get(key).is_none_or(|f| f.hash != content || f.deleted) {
-            return;
-        }
-        let known = self.views.entry(key.clone()).or_default();
-        for view in views {
-            known.retain(|v| v.keys != view.keys);
-            known.push(view);
-        }
-    }
-
-    /// The workload opted in to key-level reloads (its annotation, else `--reload-on`).
-    fn key_level(&self, summary: &WorkloadSummary) -> bool {
-        summary.annotations.keys_used.unwrap_or(self.keys_used_default)
-    }
-
-    /// Tells the watch streams which key sets of `config` to compute views of: those its key-level readers read.
-    fn refresh_wanted(&self, config: &ConfigKey) {
-        let mut sets: Vec<crate::references::KeySet> = Vec::new();
-        for w in self.referenced_by.get(config).into_iter().flatten() {
-            let Some(state) = self.workloads.get(w).filter(|s| self.key_level(&s.summary)) else { continue };
-            let used = state.summary.uses.iter().find(|u| u.kind == config.kind && u.name == config.name);
-            if let Some(keys) = used.and_then(|u| u.keys.as_ref())
-                && !sets.contains(keys)
-            {
-                sets.push(keys.clone());
-            }
-        }
-        self.key_registry.set(config, sets);
+        self.configs.get(key).map(|e| &e.facts)
     }
 
     /// Records a resource. A new resource becomes, per `baseline`, what the workloads that may use it and have
     /// no record of it are assumed to run with.
     pub fn upsert_config(&mut self, key: ConfigKey, facts: ConfigFacts, baseline: Baseline) -> ConfigUpdate {
-        let update = match self.configs.insert(key.clone(), facts) {
+        let previous = match self.configs.get_mut(&key) {
+            Some(entry) => Some(std::mem::replace(&mut entry.facts, facts)),
+            None => {
+                self.configs.insert(key.clone(), ConfigEntry { facts, prints: Box::default() });
+                None
+            }
+        };
+        let update = match previous {
             None => ConfigUpdate::Created,
             Some(old) if old.hash != facts.hash || old.deleted => ConfigUpdate::Changed { old: old.hash },
             Some(old) if old != facts => ConfigUpdate::MetadataOnly,
@@ -268,7 +245,7 @@ impl Index {
     /// turned into a tombstone or forgotten.
     pub fn delete_config(&mut self, key: &ConfigKey, tombstone: bool) -> bool {
         self.views.remove(key);
-        match self.configs.get_mut(key) {
+        match self.configs.get_mut(key).map(|e| &mut e.facts) {
             Some(f) if tombstone && !f.deleted => {
                 let marker = ContentHash::delete_marker();
                 *f = ConfigFacts { hash: marker, record_hash: marker, deleted: true, ..*f };
@@ -361,7 +338,7 @@ impl Index {
             self.with_named_lists.entry(key.namespace.clone()).or_default().insert(key.clone());
         }
         for config in self.candidate_configs(&key, &summary) {
-            if let Some(f) = self.configs.get(&config) {
+            if let Some(f) = self.configs.get(&config).map(|e| &e.facts) {
                 let has_record = plan::has_record(&summary, &(config.kind, config.name.clone()));
                 let value = if has_record { f.hash } else { baseline.hash(f.hash) };
                 assumed.entry((config.kind, config.name)).or_insert(value);
@@ -479,6 +456,8 @@ impl Index {
     }
 }
 
+#[cfg(test)]
+mod changes_tests;
 #[cfg(test)]
 mod key_tests;
 #[cfg(test)]

@@ -8,6 +8,7 @@ use crate::{
     constants::APPLIED_HASHES_BUDGET,
     decision::{DecisionSettings, ReloadDecision, ReloadReason, ResourceFacts, SkipReason, WorkloadFacts, decide},
     hash::ContentHash,
+    keyprints::ChangedKeys,
     resource::{ConfigKind, env_var_name},
     strategy::{ReloadStrategy, applied_hashes_entry_len},
     workload::{WorkloadKey, WorkloadSummary},
@@ -30,6 +31,9 @@ pub struct PlannedReload {
     pub reason: ReloadReason,
     /// The resource was deleted (`--reload-on-delete`): the env-vars strategy removes its variable.
     pub deleted: bool,
+    /// The keys whose change this reload applies (names only), when known; for a key-level reader, those it
+    /// reads.
+    pub changed_keys: Option<std::sync::Arc<crate::keyprints::ChangedKeys>>,
 }
 
 /// Everything one reconcile of a workload must write.
@@ -83,7 +87,7 @@ impl Index {
         let mut record = BTreeMap::new();
         let mut views_needed = Vec::new();
         for config in configs {
-            let Some(facts) = self.configs.get(&config) else { continue };
+            let Some(facts) = self.configs.get(&config).map(|e| &e.facts) else { continue };
             let s = &state.summary;
             let pair = (config.kind, config.name.clone());
             match decide_pair(s, &config, facts, settings) {
@@ -146,6 +150,14 @@ impl Index {
                         && strategy == ReloadStrategy::EnvVars
                         && s.env_records.iter().all(|(_, e, _)| *e != env);
                     if previous != hash && !nothing_to_remove {
+                        let changed_keys = match (key_level, consumed) {
+                            (true, Some(read)) => self.last_changed_keys(&config, facts.hash).and_then(|c| {
+                                let names: Vec<String> = c.names.iter().filter(|n| read.contains(n)).cloned().collect();
+                                (!names.is_empty()).then(|| std::sync::Arc::new(ChangedKeys { names, removed: 0 }))
+                            }),
+                            _ => self
+                                .changed_keys(&config, facts.hash, |plain, sealed| forms_of(plain, sealed, previous)),
+                        };
                         reloads.push(PlannedReload {
                             config,
                             hash,
@@ -154,6 +166,7 @@ impl Index {
                             container,
                             reason,
                             deleted: facts.deleted,
+                            changed_keys,
                         });
                     }
                     record.insert(pair, record_hash);

@@ -8,11 +8,14 @@
 //! wanted; the watch streams compute their views while they hold the resource's data, and a resource first
 //! wanted after it arrived is read once ([`crate::controller`]'s reconcile, one GET).
 
-use std::{collections::HashMap, sync::RwLock};
+use std::{
+    collections::HashMap,
+    sync::{Arc, RwLock},
+};
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 
-use super::ConfigKey;
+use super::{ConfigKey, Index, WorkloadSummary};
 use crate::{
     hash::{self, ContentHash},
     references::KeySet,
@@ -82,4 +85,52 @@ pub fn secret_views(secret: &Secret, wanted: &[KeySet]) -> Vec<KeyView> {
         KeyView { keys: keys.clone(), hash, record_hash: hash.sealed(uid.as_bytes()) }
     };
     wanted.iter().map(view).collect()
+}
+
+impl Index {
+    /// Key-level reloads: the registry shared with the watch streams, and `--reload-on`'s default.
+    pub fn set_key_level(&mut self, registry: Arc<KeyRegistry>, keys_used_default: bool) {
+        self.key_registry = registry;
+        self.keys_used_default = keys_used_default;
+    }
+
+    /// Adds views of `key`'s content (computed from the resource whose whole hash is `content`); ignored when the
+    /// index knows another content by now.
+    pub fn set_views(&mut self, key: &ConfigKey, content: ContentHash, views: Vec<KeyView>) {
+        if views.is_empty() || self.configs.get(key).is_none_or(|e| e.facts.hash != content || e.facts.deleted) {
+            return;
+        }
+        let known = self.views.entry(key.clone()).or_default();
+        for view in views {
+            known.retain(|v| v.keys != view.keys);
+            known.push(view);
+        }
+    }
+
+    /// The keys of `config` a key-level reader reads (`None`: not key-level, or it reads every key).
+    pub fn keys_read(&self, workload: &crate::workload::WorkloadKey, config: &ConfigKey) -> Option<KeySet> {
+        let summary = &self.workloads.get(workload)?.summary;
+        let used = summary.uses.iter().find(|u| u.kind == config.kind && u.name == config.name)?;
+        used.keys.clone().filter(|_| self.key_level(summary))
+    }
+
+    /// The workload opted in to key-level reloads (its annotation, else `--reload-on`).
+    pub(super) fn key_level(&self, summary: &WorkloadSummary) -> bool {
+        summary.annotations.keys_used.unwrap_or(self.keys_used_default)
+    }
+
+    /// Tells the watch streams which key sets of `config` to compute views of: those its key-level readers read.
+    pub(super) fn refresh_wanted(&self, config: &ConfigKey) {
+        let mut sets: Vec<crate::references::KeySet> = Vec::new();
+        for w in self.referenced_by.get(config).into_iter().flatten() {
+            let Some(state) = self.workloads.get(w).filter(|s| self.key_level(&s.summary)) else { continue };
+            let used = state.summary.uses.iter().find(|u| u.kind == config.kind && u.name == config.name);
+            if let Some(keys) = used.and_then(|u| u.keys.as_ref())
+                && !sets.contains(keys)
+            {
+                sets.push(keys.clone());
+            }
+        }
+        self.key_registry.set(config, sets);
+    }
 }
