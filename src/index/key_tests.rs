@@ -145,3 +145,19 @@ fn a_bad_value_is_a_problem_and_the_flag_decides() {
     assert_eq!(problem.key, KEYS_USED);
     assert!(problem.message.contains("expected keys-used or any-key"), "{}", problem.message);
 }
+
+#[test]
+fn a_workload_not_opted_in_is_not_fooled_by_another_readers_view() {
+    // `cfg` holds only `a`; a key-level reader of `a` makes the index keep the view of `a`, which equals the
+    // whole content's hash. A key gets added: the workload that did not opt in rolls, as upstream's would.
+    let mut index = Index::default();
+    let (key_level_reader, ws) = reader(json!({"reloader.stakater.com/auto": "true", KEYS_USED: "keys-used"}));
+    index.upsert_workload(key_level_reader, ws, Baseline::Current);
+    let whole = observe(&mut index, &[("a", "1")]);
+    let (plain, ws) = reader(json!({"reloader.stakater.com/auto": "true",
+                                    "reloader.stakater.com/applied-hashes": record(whole)}));
+    let plain = WorkloadKey { name: "plain".into(), ..plain };
+    index.upsert_workload(plain.clone(), ws, Baseline::Current);
+    observe(&mut index, &[("a", "1"), ("b", "1")]);
+    assert_eq!(plan(&mut index, &plain).reloads.len(), 1, "not opted in: any change rolls it");
+}

@@ -127,6 +127,10 @@ struct WorkloadState {
     /// The reloads of a write the API server rejected permanently: not attempted again (nor logged again)
     /// until a resource changes again or the workload itself changes.
     rejected: Option<Vec<(Pair, ContentHash)>>,
+    /// It opted out of key-level reloads while indexed: the values it recorded for the keys it reads still
+    /// count as current (only then — for any other workload a whole-content hash that happens to equal a key
+    /// set's hash must not).
+    left_key_level: bool,
 }
 
 /// The in-memory index.
@@ -305,10 +309,15 @@ impl Index {
         if self.workloads.get(&key).is_some_and(|s| s.summary == summary) {
             return WorkloadUpdate::default();
         }
-        let (mut assumed, mut pending, mut persisted, mut rejected, old_summary) = match self.remove_workload(&key) {
-            Some(s) if s.summary.uid == summary.uid => (s.assumed, s.pending, s.persisted, s.rejected, Some(s.summary)),
-            _ => Default::default(),
-        };
+        let (mut assumed, mut pending, mut persisted, mut rejected, old_summary, left) =
+            match self.remove_workload(&key) {
+                Some(s) if s.summary.uid == summary.uid => {
+                    let left = s.left_key_level || self.key_level(&s.summary);
+                    (s.assumed, s.pending, s.persisted, s.rejected, Some(s.summary), left)
+                }
+                _ => Default::default(),
+            };
+        let left_key_level = left && !self.key_level(&summary);
         // Only our own record's echo leaves a rejection standing; any other change of the workload retries.
         let only_record_changed = old_summary.as_ref().is_some_and(|o| {
             WorkloadSummary { applied_hashes: summary.applied_hashes.clone(), ..o.clone() } == summary
@@ -348,7 +357,8 @@ impl Index {
         let touched: BTreeSet<ConfigKey> = partial_uses
             .map(|u| ConfigKey { kind: u.kind, namespace: key.namespace.clone(), name: u.name.clone() })
             .collect();
-        self.workloads.insert(key, WorkloadState { summary, assumed, pending, persisted, rejected });
+        let state = WorkloadState { summary, assumed, pending, persisted, rejected, left_key_level };
+        self.workloads.insert(key, state);
         for config in &touched {
             self.refresh_wanted(config);
         }

@@ -103,7 +103,7 @@ impl Index {
                 }
                 ReloadDecision::Reload { container, reason } => {
                     // Key-level: the consumed keys' view stands for the content (its hash is compared, written
-                    // and recorded). A view of them is also recognised when the workload no longer opts in.
+                    // and recorded). A view of them is also recognised when the workload has just opted out.
                     let consumed = s.uses.iter().find(|u| u.kind == config.kind && u.name == config.name);
                     let consumed = consumed.and_then(|u| u.keys.as_ref());
                     let view = consumed.and_then(|k| self.views.get(&config)?.iter().find(|v| v.keys == *k));
@@ -131,9 +131,10 @@ impl Index {
                             || key.is_some_and(|k| h == plain.sealed(k.bytes()))
                             || key.and_then(|k| k.previous()).is_some_and(|p| h == plain.sealed(p))
                     };
+                    let view_counts = key_level || state.left_key_level;
                     let current = |h: ContentHash| {
                         let is_current = forms_of(facts.hash, facts.record_hash, h)
-                            || view.is_some_and(|v| forms_of(v.hash, v.record_hash, h))
+                            || view.filter(|_| view_counts).is_some_and(|v| forms_of(v.hash, v.record_hash, h))
                             || self.departed_vouches(&config, facts.hash, h);
                         if is_current { hash } else { h }
                     };
