@@ -312,6 +312,13 @@ fn encode(kind: ConfigKind, value: &str) -> String {
     }
 }
 
+/// The hash of the `value` key alone.
+fn value_hash(data: &std::collections::BTreeMap<String, String>) -> String {
+    let value: std::collections::BTreeMap<String, String> =
+        data.iter().filter(|(k, _)| *k == "value").map(|(k, v)| (k.clone(), v.clone())).collect();
+    hash_data(&value)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -334,11 +341,4 @@ mod tests {
         assert_eq!(encode(ConfigKind::Secret, "test"), "dGVzdA==");
         assert_eq!(encode(ConfigKind::ConfigMap, "test"), "test");
     }
-}
-
-/// The hash of the `value` key alone.
-fn value_hash(data: &std::collections::BTreeMap<String, String>) -> String {
-    let value: std::collections::BTreeMap<String, String> =
-        data.iter().filter(|(k, _)| *k == "value").map(|(k, v)| (k.clone(), v.clone())).collect();
-    hash_data(&value)
 }
