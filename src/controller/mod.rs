@@ -8,11 +8,13 @@
 mod fallback;
 mod observe_csi;
 mod observe_failures;
+mod observe_trigger;
 mod observer;
 mod queue;
 mod read_views;
 mod reconcile;
 mod settings;
+mod streams;
 mod translate;
 mod watch;
 
@@ -33,7 +35,8 @@ pub use queue::WorkQueue;
 pub use reconcile::Error;
 use reconcile::{panic_message, worker};
 pub use settings::{OptionalKind, Settings};
-pub use watch::{Observed, Source, StreamInfo, WatchPlan, config_flags, configmap_facts, secret_facts};
+pub use streams::{config_flags, configmap_facts, secret_facts};
+pub use watch::{Observed, Source, StreamInfo, WatchPlan};
 
 use crate::{
     alerts::{AlertConfig, Alerter},

@@ -13,7 +13,6 @@ use tracing::{debug, info, warn};
 use super::{Context, Observed, Source, StreamInfo};
 use crate::{
     index::{Baseline, ConfigKey, ConfigUpdate},
-    keyprints::ChangedKeys,
     resource::ConfigKind,
     workload::WorkloadKey,
 };
@@ -46,7 +45,7 @@ pub(super) struct Observer {
 
 /// How a workload key enters the work queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Lane {
+pub(super) enum Lane {
     /// A change of the workload itself: at once.
     Change,
     /// A change of a resource it uses: once changes have been quiet (`--coalesce-quiet`, capped by the window).
@@ -107,7 +106,7 @@ impl Observer {
     }
 
     /// Whether changes in `namespace` are acted on (`--namespaces-to-ignore`, `--namespace-selector`).
-    fn active(&self, namespace: &str) -> bool {
+    pub(super) fn active(&self, namespace: &str) -> bool {
         let s = &self.ctx.settings;
         !s.namespaces_to_ignore.iter().any(|n| n == namespace)
             && (s.watch.namespace_selector.is_none() || self.selected.contains(namespace))
@@ -123,7 +122,7 @@ impl Observer {
         if stale { Baseline::Stale } else { Baseline::Current }
     }
 
-    fn enqueue(&self, key: WorkloadKey, at: Instant, lane: Lane) {
+    pub(super) fn enqueue(&self, key: WorkloadKey, at: Instant, lane: Lane) {
         let m = &self.ctx.metrics;
         if !self.active(&key.namespace) {
             // A skipped change is counted (upstream's reason); a skipped full-reconcile key is not a change.
@@ -142,50 +141,6 @@ impl Observer {
             Lane::Reconcile => self.ctx.queue.add_background(key, at),
         }
         m.queue_depth.set(i64::try_from(self.ctx.queue.len()).unwrap_or(i64::MAX));
-    }
-
-    /// A qualifying change of `key`: queue the workloads it may concern, or in `--webhook-url` mode send the
-    /// webhook instead (upstream v1: for every qualifying change, whether or not a workload matches).
-    /// `changed`: the keys the change touched, when known (names only).
-    pub(super) fn trigger(
-        &self,
-        index: &crate::index::Index,
-        key: &ConfigKey,
-        now: Instant,
-        changed: Option<&ChangedKeys>,
-    ) {
-        let keys = changed.map(ToString::to_string).unwrap_or_default();
-        if let Some(webhook) = &self.ctx.webhook {
-            if self.active(&key.namespace) {
-                info!(resource = %key.name, namespace = %key.namespace, changed_keys = %keys,
-                      "Changes detected in '{}' of type '{}' in namespace '{}', sending webhook",
-                      key.name, key.kind.upstream_type(), key.namespace);
-                webhook.webhook(key, changed);
-            }
-            return;
-        }
-        // Kinds that cannot be watched are listed first; their result triggers again (fallback.rs).
-        self.list_for_change(key);
-        self.trigger_known(index, key, now);
-        // Key-level readers of none of the changed keys: say why they do not roll (their plan agrees: their keys'
-        // hash is unchanged). Removed keys are not named, so then nothing is claimed.
-        let Some(changed) = changed.filter(|c| c.removed == 0 && self.active(&key.namespace)) else { return };
-        for w in index.candidates(key) {
-            let Some(read) = index.keys_read(&w, key) else { continue };
-            if changed.names.iter().all(|n| !read.contains(n)) {
-                info!(namespace = %key.namespace, workload = %w.name, kind = %w.kind, config = %key.name,
-                      changed_keys = %keys, reads = %read.join(", "),
-                      "Changes detected in '{}' of type '{}' in namespace '{}' (changed keys {keys}); '{}' of type '{}' reads only {}: not rolled",
-                      key.name, key.kind.upstream_type(), key.namespace, w.name, w.kind, read.join(", "));
-            }
-        }
-    }
-
-    /// Queues the indexed workloads a change of `key` may concern.
-    pub(super) fn trigger_known(&self, index: &crate::index::Index, key: &ConfigKey, now: Instant) {
-        for w in index.candidates(key) {
-            self.enqueue(w, now, Lane::CoalescedChange);
-        }
     }
 
     pub(super) fn received(&self, event: &str, stream: usize) {

@@ -1,0 +1,215 @@
+//! The watch streams themselves: one per (kind, namespace), each translating objects into [`Observed`] as they
+//! arrive — resources into their facts (content hash, flags, key-level views, key fingerprints), workloads into
+//! summaries — and dropping them.
+
+use std::sync::Arc;
+
+use futures::stream::BoxStream;
+use k8s_openapi::{
+    NamespaceResourceScope,
+    api::core::v1::{ConfigMap, Namespace, Secret},
+};
+use kube::{
+    Api, Client, Resource, ResourceExt,
+    core::{DeserializeGuard, PartialObjectMeta},
+    runtime::{WatchStreamExt, watcher},
+};
+use serde::de::DeserializeOwned;
+
+use super::{
+    translate::translate,
+    watch::{Observed, StreamContext},
+};
+use crate::{
+    annotations::AnnotationKeys,
+    constants::TRUE,
+    csi::{SecretProviderClass, SecretProviderClassPodStatus},
+    hash,
+    index::{ConfigFacts, ConfigKey, KeyView},
+    keyprints::KeyDigest,
+    references::KeySet,
+    resource::ConfigKind,
+    workload::{WorkloadKey, WorkloadObject, summarise},
+};
+
+/// A namespace selector's matches as observations.
+pub(super) fn namespace_stream(client: &Client, selector: &str, id: usize) -> BoxStream<'static, Observed> {
+    let api: Api<PartialObjectMeta<Namespace>> = Api::all(client.clone());
+    translate(
+        watcher(api, watcher::Config::default().labels(selector)).default_backoff(),
+        id,
+        move |ns: PartialObjectMeta<Namespace>, listed| {
+            Some(Observed::NamespaceSelected { stream: id, name: ns.name_any(), listed })
+        },
+        |ns: PartialObjectMeta<Namespace>| Some(Observed::NamespaceDeselected(ns.name_any())),
+    )
+}
+
+pub(super) fn api<K>(client: &Client, namespace: &Option<String>) -> Api<K>
+where
+    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>,
+{
+    match namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    }
+}
+
+pub(super) type FactsFn<K> = fn(&K, &AnnotationKeys) -> Option<(ConfigKey, ConfigFacts)>;
+pub(super) type ViewsFn<K> = fn(&K, &[KeySet]) -> Vec<KeyView>;
+pub(super) type DigestFn<K> = fn(&K) -> KeyDigest;
+
+/// A resource's `ignore` and `match` annotations (true only when set to "true").
+pub fn config_flags(obj: &impl Resource, keys: &AnnotationKeys) -> (bool, bool) {
+    let a = obj.meta().annotations.as_ref();
+    let is = |k: &str| a.and_then(|a| a.get(k)).is_some_and(|v| v == TRUE);
+    (is(&keys.ignore), is(&keys.matches))
+}
+
+fn config_key(kind: ConfigKind, obj: &impl Resource) -> Option<ConfigKey> {
+    Some(ConfigKey { kind, namespace: obj.meta().namespace.as_deref()?.into(), name: obj.meta().name.clone()? })
+}
+
+/// The index facts of one ConfigMap (content hash and flags, never its data).
+pub fn configmap_facts(cm: &ConfigMap, keys: &AnnotationKeys) -> Option<(ConfigKey, ConfigFacts)> {
+    let (ignored, matched) = config_flags(cm, keys);
+    let hash = hash::configmap(cm.data.as_ref(), cm.binary_data.as_ref());
+    Some((config_key(ConfigKind::ConfigMap, cm)?, ConfigFacts::live(hash, ignored, matched)))
+}
+
+/// The index facts of one Secret (content hash and flags, never its data).
+pub fn secret_facts(s: &Secret, keys: &AnnotationKeys) -> Option<(ConfigKey, ConfigFacts)> {
+    let (ignored, matched) = config_flags(s, keys);
+    let facts = ConfigFacts::live(hash::secret(s.data.as_ref()), ignored, matched);
+    Some((config_key(ConfigKind::Secret, s)?, facts.sealed_by(s.metadata.uid.as_deref().unwrap_or_default())))
+}
+
+pub(super) fn config_stream<K>(
+    api: Api<K>,
+    cfg: watcher::Config,
+    id: usize,
+    shared: StreamContext,
+    (facts, views, digest): (FactsFn<K>, ViewsFn<K>, DigestFn<K>),
+) -> BoxStream<'static, Observed>
+where
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
+    K::DynamicType: Default,
+{
+    translate(
+        watcher(api, cfg).default_backoff(),
+        id,
+        move |obj: K, listed| {
+            let (key, facts) = facts(&obj, &shared.keys)?;
+            let wanted = shared.key_registry.wanted(&key);
+            let views = if wanted.is_empty() { Vec::new() } else { views(&obj, &wanted) };
+            Some(Observed::Config { stream: id, key, facts, listed, views, digest: digest(&obj) })
+        },
+        move |obj: K| {
+            let kind =
+                if K::kind(&Default::default()) == "Secret" { ConfigKind::Secret } else { ConfigKind::ConfigMap };
+            config_key(kind, &obj).map(Observed::ConfigDeleted)
+        },
+    )
+}
+
+pub(super) fn workload_stream<K: WorkloadObject>(
+    api: Api<K>,
+    id: usize,
+    keys: Arc<AnnotationKeys>,
+) -> BoxStream<'static, Observed> {
+    translate(
+        watcher(api, watcher::Config::default()).default_backoff(),
+        id,
+        move |obj: K, listed| {
+            summarise(&obj, &keys).map(|(key, s)| Observed::Workload { stream: id, key, summary: Box::new(s), listed })
+        },
+        |obj: K| {
+            let namespace = obj.namespace()?;
+            Some(Observed::WorkloadDeleted(WorkloadKey {
+                kind: K::KIND,
+                namespace: namespace.into(),
+                name: obj.name_any(),
+            }))
+        },
+    )
+}
+
+pub(super) fn csi_status_stream(
+    api: Api<DeserializeGuard<SecretProviderClassPodStatus>>,
+    id: usize,
+) -> BoxStream<'static, Observed> {
+    translate(
+        watcher(api, watcher::Config::default()).default_backoff(),
+        id,
+        move |obj: DeserializeGuard<SecretProviderClassPodStatus>, listed| {
+            let status = obj.0.ok()?;
+            Some(Observed::CsiStatus {
+                stream: id,
+                namespace: status.metadata.namespace.clone()?,
+                name: status.metadata.name.clone()?,
+                class_hash: status.class_hash(),
+                listed,
+            })
+        },
+        |obj: DeserializeGuard<SecretProviderClassPodStatus>| {
+            Some(Observed::CsiStatusDeleted { namespace: obj.namespace()?, name: obj.name_any() })
+        },
+    )
+}
+
+pub(super) fn csi_class_stream(
+    api: Api<DeserializeGuard<SecretProviderClass>>,
+    id: usize,
+    keys: Arc<AnnotationKeys>,
+) -> BoxStream<'static, Observed> {
+    translate(
+        watcher(api, watcher::Config::default()).default_backoff(),
+        id,
+        move |obj: DeserializeGuard<SecretProviderClass>, _| {
+            let (ignored, matched) = config_flags(&obj, &keys);
+            Some(Observed::CsiClass { namespace: obj.namespace()?, name: obj.name_any(), ignored, matched })
+        },
+        |obj: DeserializeGuard<SecretProviderClass>| {
+            Some(Observed::CsiClass {
+                namespace: obj.namespace()?,
+                name: obj.name_any(),
+                ignored: false,
+                matched: false,
+            })
+        },
+    )
+}
+
+/// Custom resources whose schema we do not own: an object that does not deserialize is logged and skipped
+/// instead of failing the whole watch.
+pub(super) fn guarded_workload_stream<K: WorkloadObject>(
+    api: Api<DeserializeGuard<K>>,
+    id: usize,
+    keys: Arc<AnnotationKeys>,
+) -> BoxStream<'static, Observed> {
+    translate(
+        watcher(api, watcher::Config::default()).default_backoff(),
+        id,
+        move |obj: DeserializeGuard<K>, listed| match obj.0 {
+            Ok(obj) => summarise(&obj, &keys).map(|(key, s)| Observed::Workload {
+                stream: id,
+                key,
+                summary: Box::new(s),
+                listed,
+            }),
+            Err(invalid) => {
+                tracing::warn!(kind = %K::KIND, namespace = ?invalid.metadata.namespace, name = ?invalid.metadata.name,
+                               "skipping an object that does not deserialize: {}", invalid.error);
+                None
+            }
+        },
+        |obj: DeserializeGuard<K>| {
+            let namespace = obj.namespace()?;
+            Some(Observed::WorkloadDeleted(WorkloadKey {
+                kind: K::KIND,
+                namespace: namespace.into(),
+                name: obj.name_any(),
+            }))
+        },
+    )
+}
