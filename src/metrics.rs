@@ -50,6 +50,8 @@ pub struct Metrics {
     pub panics: IntCounter,
     /// `reloader_index_objects{type}` (ours): resources and workloads in memory.
     pub index_objects: IntGaugeVec,
+    /// `reloader_rollouts{state}` (ours, `--max-concurrent-rollouts`): rollouts in flight, workloads waiting.
+    pub rollouts: IntGaugeVec,
     /// `reloader_ready` (ours): 1 once every watch has synced.
     pub ready: Gauge,
     /// `rest_client_requests_total{code,method,host}`: every API request the controller makes.
@@ -114,6 +116,14 @@ impl Metrics {
         let index_objects =
             IntGaugeVec::new(Opts::new("reloader_index_objects", "Objects held in the in-memory index"), &["type"])
                 .unwrap_or_else(|e| panic!("{e}"));
+        let rollouts = IntGaugeVec::new(
+            Opts::new(
+                "reloader_rollouts",
+                "Rollouts this controller started that are in flight, and workloads waiting",
+            ),
+            &["state"],
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
         let watch_failing = IntGaugeVec::new(
             Opts::new("reloader_watch_failing", "1 while the watch of a resource (in a namespace) is failing"),
             &["resource", "namespace"],
@@ -134,6 +144,7 @@ impl Metrics {
             Box::new(queue_latency.clone()),
             Box::new(retries.clone()),
             Box::new(index_objects.clone()),
+            Box::new(rollouts.clone()),
             Box::new(watch_failing.clone()),
             Box::new(panics.clone()),
             Box::new(ready.clone()),
@@ -208,6 +219,7 @@ impl Metrics {
             queue_latency,
             retries,
             index_objects,
+            rollouts,
             watch_failing,
             panics,
             ready,

@@ -167,6 +167,17 @@ pub struct Args {
     #[arg(long, env = "RELOADER_COALESCE_QUIET", default_value = "200ms", value_parser = parse_duration)]
     pub coalesce_quiet: Duration,
 
+    /// At most this many workloads are in the middle of a rollout this controller started (Deployments,
+    /// StatefulSets, DaemonSets, counted from the template write until their status shows the rollout complete);
+    /// the others wait their turn and roll once, with the latest content. 0: unlimited.
+    #[arg(long, env = "RELOADER_MAX_CONCURRENT_ROLLOUTS", default_value_t = 0)]
+    pub max_concurrent_rollouts: usize,
+
+    /// How long a rollout counts against `--max-concurrent-rollouts` at most (one that never completes must not
+    /// hold its slot forever).
+    #[arg(long, env = "RELOADER_ROLLOUT_TIMEOUT", default_value = "10m", value_parser = parse_duration)]
+    pub rollout_timeout: Duration,
+
     /// `<namespace>/<name>` of a Secret whose `key` entry (≥ 16 bytes) keys the Secret hashes written on
     /// workloads: `STAKATER_*_SECRET` values and `last-reloaded-from` hashes become HMAC-SHA1 digests (same shape)
     /// that reveal nothing about the Secret without the key. Switching it on, off or rotating it rolls nothing.

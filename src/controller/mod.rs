@@ -5,6 +5,7 @@
 //! Nothing is queued until every watch has finished its first list; then every workload is reconciled once,
 //! which applies changes made while the controller was down and restarts nothing else.
 
+mod budget;
 mod fallback;
 mod observe_csi;
 mod observe_failures;
@@ -52,6 +53,8 @@ struct Context {
     settings: Settings,
     /// What watch streams read (annotation keys, the key-level registry).
     stream_context: watch::StreamContext,
+    /// `--max-concurrent-rollouts`.
+    budget: budget::RolloutBudget,
     index: Mutex<Index>,
     queue: WorkQueue<WorkloadKey>,
     metrics: Arc<Metrics>,
@@ -128,10 +131,12 @@ pub async fn run(
     let index = Mutex::new(index);
     let records_forbidden = Mutex::default();
     let limiter = crate::ratelimit::RateLimiter::new(settings.write_qps, settings.write_burst);
+    let budget = budget::RolloutBudget::new(settings.rollout_budget.0, settings.rollout_budget.1);
     let ctx = Arc::new(Context {
         client,
         settings,
         stream_context,
+        budget,
         index,
         queue,
         metrics,
@@ -142,8 +147,11 @@ pub async fn run(
         records_forbidden,
         limiter,
     });
-    let workers: Vec<_> =
+    let mut workers: Vec<_> =
         (0..ctx.settings.workers.max(1)).map(|_| tokio::spawn(worker(ctx.clone(), leader.clone()))).collect();
+    if ctx.settings.rollout_budget.0 > 0 {
+        workers.push(tokio::spawn(budget::wake_waiting(ctx.clone())));
+    }
     info!(
         scope = ?ctx.settings.watch.scope,
         kinds = ?ctx.settings.watch.sources,

@@ -222,6 +222,7 @@ impl Observer {
                 if listed {
                     self.seen_workloads.entry(stream).or_default().insert(key.clone());
                 }
+                let rollout = summary.rollout;
                 let update = index.upsert_workload(key.clone(), *summary, baseline);
                 self.update_gauges(&index);
                 let uid = index.workload_uid(&key);
@@ -235,12 +236,20 @@ impl Observer {
                         events.invalid_annotation(&key, uid.clone(), &p.message);
                     }
                 }
+                let next = self.ctx.budget.observe(&key, rollout);
+                self.ctx.budget.report(&self.ctx.metrics.rollouts);
+                if let Some(next) = next {
+                    self.enqueue(next, now, Lane::Change);
+                }
                 if update.relevant && self.synced {
                     self.enqueue(key, now, Lane::Change);
                 }
             }
             Observed::WorkloadDeleted(key) => {
                 self.ctx.index().delete_workload(&key);
+                if let Some(next) = self.ctx.budget.forget(&key) {
+                    self.enqueue(next, now, Lane::Change);
+                }
             }
             Observed::CsiStatus { stream, namespace, name, class_hash, listed } => {
                 self.csi_status(stream, &namespace, &name, class_hash, listed, now);

@@ -36,6 +36,7 @@ fn context() -> Arc<Context> {
         sync_after_restart: false,
         coalesce_window: Duration::ZERO,
         coalesce_quiet: Duration::ZERO,
+        rollout_budget: (0, Duration::from_secs(600)),
         alerts: None,
         webhook: None,
         keys: Arc::new(AnnotationKeys::default()),
@@ -53,6 +54,7 @@ fn context() -> Arc<Context> {
         crate::controller::watch::StreamContext { keys: settings.keys.clone(), key_registry: Arc::default() };
     Arc::new(Context {
         client: kube::Client::new(service, "default"),
+        budget: crate::controller::budget::RolloutBudget::new(0, Duration::from_secs(1)),
         settings,
         stream_context,
         index: std::sync::Mutex::new(Index::default()),

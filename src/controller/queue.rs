@@ -279,6 +279,11 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
         self.notify.notify_waiters();
         self.notify.notify_one();
     }
+
+    /// True once [`Self::shut_down`] was called.
+    pub fn is_closed(&self) -> bool {
+        self.lock().closed
+    }
 }
 
 #[cfg(test)]

@@ -195,6 +195,18 @@ async fn reconcile(ctx: &Context, key: &WorkloadKey, triggered: Instant) -> Resu
         ctx.metrics.skipped.with_label_values(&["strategy_not_updated"]).inc();
         return Ok(false);
     }
+    if !plan.reloads.is_empty() {
+        let tracked =
+            matches!(key.kind, WorkloadKind::Deployment | WorkloadKind::StatefulSet | WorkloadKind::DaemonSet);
+        let admission = ctx.budget.admit(key, tracked, Instant::now());
+        ctx.budget.report(&ctx.metrics.rollouts);
+        if admission == super::budget::Admission::Wait {
+            // Over --max-concurrent-rollouts: queued again when a slot frees.
+            debug!(workload = %key, "waiting for a slot in --max-concurrent-rollouts");
+            ctx.metrics.skipped.with_label_values(&["rollout_budget"]).inc();
+            return Ok(false);
+        }
+    }
     let changes: Vec<TemplateChange> = plan.reloads.iter().map(template_change).collect();
     let write = WorkloadWrite {
         strategy: ctx.settings.strategy,
@@ -269,6 +281,9 @@ async fn reconcile(ctx: &Context, key: &WorkloadKey, triggered: Instant) -> Resu
             return Ok(false);
         }
         Err(source) => {
+            if let Some(next) = ctx.budget.write_failed(key) {
+                ctx.queue.add(next, Instant::now());
+            }
             if let Some(events) = &ctx.events {
                 events.reload_failed(key, uid, &source.to_string());
             }

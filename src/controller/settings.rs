@@ -37,6 +37,8 @@ pub struct Settings {
     pub coalesce_window: Duration,
     /// `--coalesce-quiet`: a change waits until none has arrived for this long.
     pub coalesce_quiet: Duration,
+    /// `--max-concurrent-rollouts` (0: unlimited) and `--rollout-timeout`.
+    pub rollout_budget: (usize, Duration),
     /// Annotation keys.
     pub keys: Arc<AnnotationKeys>,
     /// `--reload-strategy`.
@@ -129,6 +131,7 @@ impl Settings {
             sync_after_restart: args.sync_after_restart && args.reload_on_create,
             coalesce_window: args.coalesce_window,
             coalesce_quiet: args.coalesce_quiet,
+            rollout_budget: (args.max_concurrent_rollouts, args.rollout_timeout),
             alerts: args.alerts.alerts(),
             webhook: args.alerts.webhook(),
             keys: Arc::new(args.annotations.keys()),

@@ -229,9 +229,15 @@ impl Index {
                 _ => Default::default(),
             };
         let left_key_level = left && !self.key_level(&summary);
-        // Only our own record's echo leaves a rejection standing; any other change of the workload retries.
+        // Only our own record's echo (or its rollout's progress) leaves a rejection standing; any other change of
+        // the workload retries.
         let only_record_changed = old_summary.as_ref().is_some_and(|o| {
-            WorkloadSummary { applied_hashes: summary.applied_hashes.clone(), ..o.clone() } == summary
+            WorkloadSummary { applied_hashes: summary.applied_hashes.clone(), rollout: summary.rollout, ..o.clone() }
+                == summary
+        });
+        // A rollout progressing changes nothing a plan reads.
+        let only_rollout_changed = old_summary.as_ref().is_some_and(|o| {
+            o.rollout != summary.rollout && WorkloadSummary { rollout: o.rollout, ..summary.clone() } == *o
         });
         if !only_record_changed {
             rejected = None;
@@ -241,7 +247,7 @@ impl Index {
             persisted = None;
         }
         let update = WorkloadUpdate {
-            relevant: old_summary.as_ref() != Some(&summary),
+            relevant: old_summary.as_ref() != Some(&summary) && !only_rollout_changed,
             new_problems: summary
                 .annotations
                 .problems

@@ -14,4 +14,8 @@ impl WorkloadObject for Deployment {
     fn paused(&self) -> bool {
         self.spec.as_ref().and_then(|s| s.paused).unwrap_or(false)
     }
+
+    fn rollout(&self) -> super::RolloutState {
+        super::rollout::deployment(self)
+    }
 }

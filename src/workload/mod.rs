@@ -7,6 +7,7 @@ mod daemonset;
 mod deployment;
 mod job;
 mod list;
+pub mod rollout;
 mod statefulset;
 #[cfg(test)]
 mod test_support;
@@ -14,6 +15,7 @@ mod test_support;
 use std::{collections::BTreeMap, fmt, sync::Arc};
 
 pub use list::list_summaries;
+pub use rollout::RolloutState;
 
 use k8s_openapi::{
     NamespaceResourceScope,
@@ -136,6 +138,11 @@ pub trait WorkloadObject:
     fn paused(&self) -> bool {
         false
     }
+
+    /// Whether its current rollout is complete (kinds whose rollouts are tracked).
+    fn rollout(&self) -> RolloutState {
+        RolloutState::Untracked
+    }
 }
 
 /// What the index remembers about a workload: no pod spec, only what decisions and idempotence need.
@@ -162,6 +169,8 @@ pub struct WorkloadSummary {
     /// `STAKATER_*` names shared by several resources (`a-b`, `a.b`): their env values cannot tell which
     /// resource they record, so only the metadata record counts for them.
     pub ambiguous_env: Vec<String>,
+    /// Its rollout, from its status (the restart budget).
+    pub rollout: RolloutState,
 }
 
 /// Summarises a workload object for the index.
@@ -217,6 +226,7 @@ pub fn summarise<K: WorkloadObject>(obj: &K, keys: &AnnotationKeys) -> Option<(W
             .and_then(|a| a.get(crate::constants::annotation::ROLLOUT_STRATEGY))
             .is_some_and(|v| v == "restart"),
         ambiguous_env,
+        rollout: obj.rollout(),
     };
     Some((WorkloadKey { kind: K::KIND, namespace: namespace.into(), name: obj.name_any() }, summary))
 }

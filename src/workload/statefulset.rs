@@ -10,4 +10,8 @@ impl WorkloadObject for StatefulSet {
     fn pod_template(&self) -> Option<&PodTemplateSpec> {
         self.spec.as_ref().map(|s| &s.template)
     }
+
+    fn rollout(&self) -> super::RolloutState {
+        super::rollout::statefulset(self)
+    }
 }

@@ -1,0 +1,218 @@
+//! The restart budget (`--max-concurrent-rollouts`, issue 17): at most N workloads are in the middle of a rollout
+//! this controller started. A rollout is in flight from the template write until the workload's status says it
+//! is complete ([`RolloutState`]: seen in progress first, so a status from before the write does not count), or
+//! until `--rollout-timeout`. Workloads over the budget wait, level-triggered as ever: when a slot frees, the
+//! oldest waiting one is queued again and plans anew (a workload whose content changed again while waiting rolls
+//! once, with the latest content). Kinds whose rollouts are not tracked (CronJob, Job, Argo Rollout,
+//! DeploymentConfig) are not counted.
+
+use std::{
+    collections::{HashMap, VecDeque},
+    sync::Mutex,
+    time::{Duration, Instant},
+};
+
+use tracing::warn;
+
+use crate::workload::{RolloutState, WorkloadKey};
+
+#[derive(Debug)]
+struct InFlight {
+    since: Instant,
+    /// The status has shown the rollout in progress since the write.
+    seen_in_progress: bool,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    in_flight: HashMap<WorkloadKey, InFlight>,
+    waiting: VecDeque<WorkloadKey>,
+}
+
+/// Whether a workload may start its rollout now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Admission {
+    /// Yes (a slot was taken, or it holds one already, or there is no budget).
+    Go,
+    /// No: it waits in line; it is queued again when a slot frees ([`RolloutBudget::observe`],
+    /// [`RolloutBudget::tick`]).
+    Wait,
+}
+
+/// The budget. With a limit of 0 every call admits and nothing is tracked.
+#[derive(Debug)]
+pub struct RolloutBudget {
+    limit: usize,
+    timeout: Duration,
+    state: Mutex<State>,
+}
+
+impl RolloutBudget {
+    /// A budget of `limit` concurrent rollouts (0: unlimited), each counted for at most `timeout`.
+    pub fn new(limit: usize, timeout: Duration) -> Self {
+        Self { limit, timeout, state: Mutex::default() }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Asks for a slot for `key`'s rollout, before its template is written.
+    pub fn admit(&self, key: &WorkloadKey, tracked: bool, now: Instant) -> Admission {
+        if self.limit == 0 || !tracked {
+            return Admission::Go;
+        }
+        let mut state = self.state();
+        self.expire(&mut state, now);
+        if let Some(flight) = state.in_flight.get_mut(key) {
+            // Written again while rolling (a newer content): it keeps its slot, counted from now.
+            flight.since = now;
+            return Admission::Go;
+        }
+        if state.in_flight.len() < self.limit {
+            state.waiting.retain(|k| k != key);
+            state.in_flight.insert(key.clone(), InFlight { since: now, seen_in_progress: false });
+            return Admission::Go;
+        }
+        if !state.waiting.contains(key) {
+            state.waiting.push_back(key.clone());
+        }
+        Admission::Wait
+    }
+
+    /// Frees the slots of rollouts past `--rollout-timeout`.
+    fn expire(&self, state: &mut State, now: Instant) {
+        let timeout = self.timeout;
+        state.in_flight.retain(|k, f| {
+            let live = now.duration_since(f.since) < timeout;
+            if !live {
+                warn!(namespace = %k.namespace, workload = %k.name, kind = %k.kind, ?timeout,
+                      "rollout of {k} not complete after --rollout-timeout; its slot in --max-concurrent-rollouts is freed");
+            }
+            live
+        });
+    }
+
+    /// Called every second: frees timed-out slots and returns as many waiting workloads as there are free slots
+    /// (one woken by [`Self::observe`] that found nothing left to do must not leave the others waiting).
+    pub fn tick(&self, now: Instant) -> Vec<WorkloadKey> {
+        if self.limit == 0 {
+            return Vec::new();
+        }
+        let mut state = self.state();
+        self.expire(&mut state, now);
+        let free = self.limit.saturating_sub(state.in_flight.len()).min(state.waiting.len());
+        state.waiting.drain(..free).collect()
+    }
+
+    /// The write that took the slot failed: the slot is free again. Returns a workload to wake.
+    pub fn write_failed(&self, key: &WorkloadKey) -> Option<WorkloadKey> {
+        let mut state = self.state();
+        state.in_flight.remove(key)?;
+        state.waiting.pop_front()
+    }
+
+    /// A workload's status, as the watch delivers it. Returns the workload to wake when its rollout completed.
+    pub fn observe(&self, key: &WorkloadKey, rollout: RolloutState) -> Option<WorkloadKey> {
+        if self.limit == 0 {
+            return None;
+        }
+        let mut state = self.state();
+        let flight = state.in_flight.get_mut(key)?;
+        match rollout {
+            RolloutState::InProgress => {
+                flight.seen_in_progress = true;
+                None
+            }
+            RolloutState::Complete if flight.seen_in_progress => {
+                state.in_flight.remove(key);
+                state.waiting.pop_front()
+            }
+            RolloutState::Complete | RolloutState::Untracked => None,
+        }
+    }
+
+    /// The workload is gone: its slot and its place in line are freed. Returns a workload to wake.
+    pub fn forget(&self, key: &WorkloadKey) -> Option<WorkloadKey> {
+        let mut state = self.state();
+        state.waiting.retain(|k| k != key);
+        state.in_flight.remove(key)?;
+        state.waiting.pop_front()
+    }
+
+    /// (rollouts in flight, workloads waiting), for the gauges.
+    pub fn sizes(&self) -> (usize, usize) {
+        let state = self.state();
+        (state.in_flight.len(), state.waiting.len())
+    }
+
+    /// Sets `reloader_rollouts{state}`.
+    pub fn report(&self, gauges: &prometheus::IntGaugeVec) {
+        if self.limit == 0 {
+            return;
+        }
+        let (in_flight, waiting) = self.sizes();
+        gauges.with_label_values(&["in_flight"]).set(i64::try_from(in_flight).unwrap_or(i64::MAX));
+        gauges.with_label_values(&["waiting"]).set(i64::try_from(waiting).unwrap_or(i64::MAX));
+    }
+}
+
+/// Every second: workloads waiting for a slot that is free (a timed-out rollout, a woken workload that had
+/// nothing left to do) are queued again. Ends with the queue.
+pub(super) async fn wake_waiting(ctx: std::sync::Arc<super::Context>) {
+    let mut every = tokio::time::interval(Duration::from_secs(1));
+    while !ctx.queue.is_closed() {
+        every.tick().await;
+        for key in ctx.budget.tick(Instant::now()) {
+            ctx.queue.add(key, Instant::now());
+        }
+        ctx.budget.report(&ctx.metrics.rollouts);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::WorkloadKind;
+
+    fn w(name: &str) -> WorkloadKey {
+        WorkloadKey { kind: WorkloadKind::Deployment, namespace: "ns".into(), name: name.into() }
+    }
+
+    #[test]
+    fn at_most_the_limit_roll_and_a_completed_rollout_wakes_the_oldest_waiting() {
+        let budget = RolloutBudget::new(2, Duration::from_secs(600));
+        let now = Instant::now();
+        assert_eq!(budget.admit(&w("a"), true, now), Admission::Go);
+        assert_eq!(budget.admit(&w("b"), true, now), Admission::Go);
+        assert_eq!(budget.admit(&w("c"), true, now), Admission::Wait);
+        assert_eq!(budget.admit(&w("d"), true, now), Admission::Wait);
+        assert_eq!(budget.admit(&w("a"), true, now), Admission::Go, "a holds its slot");
+        assert_eq!(budget.sizes(), (2, 2));
+        // The status from before the write (complete) does not free the slot; in progress, then complete, does.
+        assert_eq!(budget.observe(&w("a"), RolloutState::Complete), None);
+        assert_eq!(budget.observe(&w("a"), RolloutState::InProgress), None);
+        assert_eq!(budget.observe(&w("a"), RolloutState::Complete), Some(w("c")));
+        assert_eq!(budget.admit(&w("c"), true, now), Admission::Go);
+        assert_eq!(budget.sizes(), (2, 1));
+        assert_eq!(budget.forget(&w("b")), Some(w("d")));
+        assert_eq!(budget.write_failed(&w("c")), None, "nobody waits any more");
+    }
+
+    #[test]
+    fn untracked_kinds_and_no_limit_always_go_and_a_stuck_rollout_times_out() {
+        let unlimited = RolloutBudget::new(0, Duration::from_secs(1));
+        let now = Instant::now();
+        for name in ["a", "b", "c"] {
+            assert_eq!(unlimited.admit(&w(name), true, now), Admission::Go);
+        }
+        assert_eq!(unlimited.sizes(), (0, 0));
+        let budget = RolloutBudget::new(1, Duration::from_secs(60));
+        assert_eq!(budget.admit(&w("a"), true, now), Admission::Go);
+        assert_eq!(budget.admit(&w("job"), false, now), Admission::Go, "not tracked: not counted");
+        assert_eq!(budget.admit(&w("b"), true, now), Admission::Wait);
+        assert_eq!(budget.tick(now), vec![], "no free slot yet");
+        assert_eq!(budget.tick(now + Duration::from_secs(61)), vec![w("b")], "a timed out: b is woken");
+        assert_eq!(budget.admit(&w("b"), true, now + Duration::from_secs(61)), Admission::Go);
+    }
+}

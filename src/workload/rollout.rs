@@ -1,0 +1,95 @@
+//! Whether a workload's rollout is complete, from its status (issue 17's restart budget): the controller counts a
+//! rollout it started as in flight until its workload says so.
+
+/// A workload's rollout, as its status tells.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RolloutState {
+    /// A kind whose rollouts are not tracked (CronJob, Job, Argo Rollout, DeploymentConfig).
+    #[default]
+    Untracked,
+    /// The controller of the kind has seen the current template and every replica runs it, available.
+    Complete,
+    /// Anything else: the template is not observed yet, or replicas are being replaced.
+    InProgress,
+}
+
+/// A Deployment: `observedGeneration ≥ generation`, and `updatedReplicas`, `availableReplicas` and `replicas`
+/// all equal the desired count (old replicas gone).
+pub fn deployment(d: &k8s_openapi::api::apps::v1::Deployment) -> RolloutState {
+    let desired = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+    let Some(status) = &d.status else { return RolloutState::InProgress };
+    let counts = [status.updated_replicas, status.available_replicas, status.replicas];
+    complete(d.metadata.generation, status.observed_generation, counts.map(|c| c.unwrap_or(0) == desired))
+}
+
+/// A StatefulSet: `observedGeneration ≥ generation`, `currentRevision == updateRevision`, and every replica
+/// updated and ready.
+pub fn statefulset(s: &k8s_openapi::api::apps::v1::StatefulSet) -> RolloutState {
+    let desired = s.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+    let Some(status) = &s.status else { return RolloutState::InProgress };
+    let same_revision = status.current_revision.is_some() && status.current_revision == status.update_revision;
+    let counts = [status.updated_replicas.unwrap_or(0) == desired, status.ready_replicas.unwrap_or(0) == desired];
+    complete(s.metadata.generation, status.observed_generation, [same_revision, counts[0], counts[1]])
+}
+
+/// A DaemonSet: `observedGeneration ≥ generation`, and every scheduled pod updated and available.
+pub fn daemonset(d: &k8s_openapi::api::apps::v1::DaemonSet) -> RolloutState {
+    let Some(status) = &d.status else { return RolloutState::InProgress };
+    let desired = status.desired_number_scheduled;
+    let counts =
+        [status.updated_number_scheduled.unwrap_or(0) == desired, status.number_available.unwrap_or(0) == desired];
+    complete(d.metadata.generation, status.observed_generation, [counts[0], counts[1], true])
+}
+
+fn complete(generation: Option<i64>, observed: Option<i64>, checks: [bool; 3]) -> RolloutState {
+    let observed = observed.unwrap_or(0) >= generation.unwrap_or(0);
+    if observed && checks.iter().all(|c| *c) { RolloutState::Complete } else { RolloutState::InProgress }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
+    use serde_json::json;
+
+    use super::*;
+
+    fn object<T: serde::de::DeserializeOwned>(
+        generation: i64,
+        spec: serde_json::Value,
+        status: serde_json::Value,
+    ) -> T {
+        serde_json::from_value(
+            json!({"metadata": {"name": "w", "generation": generation}, "spec": spec, "status": status}),
+        )
+        .expect("object")
+    }
+
+    #[test]
+    fn a_deployment_is_complete_once_its_template_is_observed_and_every_replica_replaced() {
+        let spec = json!({"replicas": 2, "selector": {}, "template": {}});
+        let done = json!({"observedGeneration": 3, "replicas": 2, "updatedReplicas": 2, "availableReplicas": 2});
+        assert_eq!(deployment(&object::<Deployment>(3, spec.clone(), done)), RolloutState::Complete);
+        let unobserved = json!({"observedGeneration": 2, "replicas": 2, "updatedReplicas": 2, "availableReplicas": 2});
+        assert_eq!(deployment(&object::<Deployment>(3, spec.clone(), unobserved)), RolloutState::InProgress);
+        let surging = json!({"observedGeneration": 3, "replicas": 3, "updatedReplicas": 2, "availableReplicas": 2});
+        assert_eq!(deployment(&object::<Deployment>(3, spec, surging)), RolloutState::InProgress);
+    }
+
+    #[test]
+    fn statefulsets_and_daemonsets_read_their_own_fields() {
+        let spec = json!({"replicas": 1, "selector": {}, "template": {}, "serviceName": "w"});
+        let done = json!({"observedGeneration": 2, "replicas": 1, "currentRevision": "b", "updateRevision": "b",
+                          "updatedReplicas": 1, "readyReplicas": 1});
+        assert_eq!(statefulset(&object::<StatefulSet>(2, spec.clone(), done)), RolloutState::Complete);
+        let rolling = json!({"observedGeneration": 2, "replicas": 1, "currentRevision": "a", "updateRevision": "b",
+                             "updatedReplicas": 1, "readyReplicas": 1});
+        assert_eq!(statefulset(&object::<StatefulSet>(2, spec, rolling)), RolloutState::InProgress);
+        let spec = json!({"selector": {}, "template": {}});
+        let done = json!({"observedGeneration": 5, "desiredNumberScheduled": 2, "currentNumberScheduled": 2,
+                          "numberMisscheduled": 0, "numberReady": 2, "updatedNumberScheduled": 2, "numberAvailable": 2});
+        assert_eq!(daemonset(&object::<DaemonSet>(5, spec.clone(), done)), RolloutState::Complete);
+        let rolling = json!({"observedGeneration": 5, "desiredNumberScheduled": 2, "currentNumberScheduled": 2,
+                             "numberMisscheduled": 0, "numberReady": 2, "updatedNumberScheduled": 1, "numberAvailable": 2});
+        assert_eq!(daemonset(&object::<DaemonSet>(5, spec, rolling)), RolloutState::InProgress);
+    }
+}
