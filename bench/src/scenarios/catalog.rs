@@ -184,6 +184,17 @@ pub fn layout(id: ScenarioId) -> Layout {
             l
         }
         M1 => m1_layout(),
+        B1 => {
+            let mut l = Layout::new(
+                B1,
+                "Restart budget: 1 Secret shared by 400 Deployments, rotated once",
+                Plan::Count { count: 1, per_second: 1, targets: vec![0] },
+            );
+            l.configs = vec![ConfigDef { kind: ConfigKind::Secret, ns: 0, name: "shared".into(), pad_bytes: 0 }];
+            l.workloads = (0..400).map(|i| deployment(0, format!("deploy-{i}"), vec![(0, RefHow::Volume)])).collect();
+            l.settle_before = Duration::from_secs(5);
+            l
+        }
         M1K => {
             // Every 10th Deployment reads `value` of its ConfigMap through `valueFrom` and opts in to key-level
             // reloads (the updates change `value`, so the expected reloads are M1's).

@@ -33,6 +33,9 @@ pub enum ScenarioId {
     M1,
     /// M1 with 10% of the Deployments opted in to key-level reloads (not in `all`: it measures one feature).
     M1K,
+    /// Restart budget: one Secret shared by 400 Deployments, rotated once (not in `all`; compare
+    /// `--max-concurrent-rollouts` against none, with rollouts).
+    B1,
 }
 
 /// Every scenario, in run order (M1 last: it is the slowest and leaves the most for the API server to delete).
@@ -45,11 +48,11 @@ pub const ALL: [ScenarioId; 14] = {
 pub const QUICK: [ScenarioId; 3] = [ScenarioId::S1, ScenarioId::S4, ScenarioId::S6];
 
 impl ScenarioId {
-    /// Parses `S1`…`S13`, `M1`, `M1K` (any case).
+    /// Parses `S1`…`S13`, `M1`, `M1K`, `B1` (any case).
     pub fn parse(text: &str) -> Result<Self, Error> {
         let t = text.trim().to_ascii_uppercase();
         ALL.iter()
-            .chain(&[Self::M1K])
+            .chain(&[Self::M1K, Self::B1])
             .copied()
             .find(|id| format!("{id:?}") == t)
             .ok_or_else(|| Error::Invalid(format!("scenario {text}")))
