@@ -65,8 +65,9 @@ impl RolloutBudget {
         let mut state = self.state();
         self.expire(&mut state, now);
         if let Some(flight) = state.in_flight.get_mut(key) {
-            // Written again while rolling (a newer content): it keeps its slot, counted from now.
-            flight.since = now;
+            // Written again while rolling (a newer content): it keeps its slot, counted from now, until the new
+            // rollout is seen in progress and complete (the previous one completing does not free it).
+            *flight = InFlight { since: now, seen_in_progress: false };
             return Admission::Go;
         }
         if state.in_flight.len() < self.limit {
@@ -187,7 +188,13 @@ mod tests {
         assert_eq!(budget.admit(&w("b"), true, now), Admission::Go);
         assert_eq!(budget.admit(&w("c"), true, now), Admission::Wait);
         assert_eq!(budget.admit(&w("d"), true, now), Admission::Wait);
-        assert_eq!(budget.admit(&w("a"), true, now), Admission::Go, "a holds its slot");
+        assert_eq!(budget.observe(&w("b"), RolloutState::InProgress), None);
+        assert_eq!(budget.admit(&w("b"), true, now), Admission::Go, "b holds its slot, written again");
+        assert_eq!(
+            budget.observe(&w("b"), RolloutState::Complete),
+            None,
+            "the first rollout's end is not the second's"
+        );
         assert_eq!(budget.sizes(), (2, 2));
         // The status from before the write (complete) does not free the slot; in progress, then complete, does.
         assert_eq!(budget.observe(&w("a"), RolloutState::Complete), None);
