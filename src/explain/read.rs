@@ -120,15 +120,7 @@ pub async fn dependents(
             unwatched.push(kind);
             continue;
         }
-        let found = match kind {
-            WorkloadKind::Deployment => list_summaries::<Deployment>(client, namespace, keys).await,
-            WorkloadKind::StatefulSet => list_summaries::<StatefulSet>(client, namespace, keys).await,
-            WorkloadKind::DaemonSet => list_summaries::<DaemonSet>(client, namespace, keys).await,
-            WorkloadKind::CronJob => list_summaries::<CronJob>(client, namespace, keys).await,
-            WorkloadKind::Job => list_summaries::<Job>(client, namespace, keys).await,
-            WorkloadKind::Rollout => list_summaries::<Rollout>(client, namespace, keys).await,
-            WorkloadKind::DeploymentConfig => list_summaries::<DeploymentConfig>(client, namespace, keys).await,
-        };
+        let found = crate::workload::list_summaries(client, kind, namespace, keys).await;
         match found {
             Ok(found) => workloads.extend(found),
             // An optional kind whose API is not served here has no workloads to explain.
@@ -231,19 +223,6 @@ where
         .get_opt(name)
         .await
         .map_err(|source| ExplainError::Api { what: format!("reading {} {namespace}/{name}", K::kind(&())), source })
-}
-
-async fn list_summaries<K>(
-    client: &Client,
-    namespace: &str,
-    keys: &AnnotationKeys,
-) -> Result<Vec<(WorkloadKey, WorkloadSummary)>, kube::Error>
-where
-    K: WorkloadObject + kube::Resource<Scope = NamespaceResourceScope, DynamicType = ()> + DeserializeOwned,
-    K: Clone + std::fmt::Debug,
-{
-    let objects = Api::<K>::namespaced(client.clone(), namespace).list(&ListParams::default()).await?;
-    Ok(objects.items.iter().filter_map(|o| summarise(o, keys)).collect())
 }
 
 type FactsFn<K> = fn(&K, &AnnotationKeys) -> Option<(ConfigKey, ConfigFacts)>;

@@ -56,16 +56,6 @@ impl KeyRegistry {
             wanted.insert(key.clone(), sets);
         }
     }
-
-    /// How many resources have wanted key sets (a gauge for memory sizing).
-    pub fn len(&self) -> usize {
-        self.wanted.read().unwrap_or_else(std::sync::PoisonError::into_inner).len()
-    }
-
-    /// True when no key set is wanted.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 /// The wanted views of a ConfigMap.
