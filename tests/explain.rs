@@ -15,15 +15,7 @@ use serde_json::{Value, json};
 
 /// Runs `reloader <flags> explain <target> -n <ns>`: (success, stdout, stderr).
 fn explain(ns: &TestNamespace, flags: &[&str], target: &str) -> (bool, String, String) {
-    let kubeconfig = std::env::var(testenv::harness::KUBECONFIG_ENV).expect("test kubeconfig");
-    let out = Command::new(env!("CARGO_BIN_EXE_reloader"))
-        .args(flags)
-        .args(["explain", target, "-n", &ns.name])
-        .env("KUBECONFIG", kubeconfig)
-        .output()
-        .expect("run reloader explain");
-    let text = |b: Vec<u8>| String::from_utf8_lossy(&b).into_owned();
-    (out.status.success(), text(out.stdout), text(out.stderr))
+    explain_with(ns, flags, target, &[])
 }
 
 #[tokio::test]

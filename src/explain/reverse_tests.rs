@@ -18,6 +18,18 @@ fn workload(name: &str, annotations: serde_json::Value, env_from: &str) -> (Work
     summarise(&d, &AnnotationKeys::default()).expect("summary")
 }
 
+/// What the controller sees around `cfg` when nothing is special: it exists, every kind is watched.
+fn around(workloads: &[(WorkloadKey, WorkloadSummary)]) -> Surroundings<'_> {
+    Surroundings {
+        facts: Some(ConfigFacts::live(ContentHash::NONE, false, false)),
+        workloads,
+        unwatched: &[],
+        not_watched: None,
+        namespace_inactive: None,
+        preview: None,
+    }
+}
+
 fn cfg() -> ConfigKey {
     ConfigKey { kind: ConfigKind::ConfigMap, namespace: "shop".into(), name: "cfg".into() }
 }
@@ -30,14 +42,7 @@ fn lists_who_would_roll_who_would_not_and_what_is_not_watched() {
         workload("plain", json!({}), "cfg"),
         workload("elsewhere", json!({"reloader.stakater.com/auto": "true"}), "other"),
     ];
-    let around = Surroundings {
-        facts: Some(ConfigFacts::live(ContentHash::NONE, false, false)),
-        workloads: &workloads,
-        unwatched: &[WorkloadKind::Job],
-        not_watched: None,
-        namespace_inactive: None,
-        preview: None,
-    };
+    let around = Surroundings { unwatched: &[WorkloadKind::Job], ..around(&workloads) };
     let text = explain_dependents(&cfg(), &around, DecisionSettings::default(), ReloadStrategy::EnvVars).to_text();
     assert_eq!(
         text,
@@ -56,11 +61,8 @@ fn an_ignored_resource_rolls_nothing_and_says_why() {
     let workloads = vec![workload("web", json!({"reloader.stakater.com/auto": "true"}), "cfg")];
     let around = Surroundings {
         facts: Some(ConfigFacts::live(ContentHash::NONE, true, false)),
-        workloads: &workloads,
-        unwatched: &[],
-        not_watched: None,
         namespace_inactive: Some("ignored (--namespaces-to-ignore)".into()),
-        preview: None,
+        ..around(&workloads)
     };
     let text = explain_dependents(&cfg(), &around, DecisionSettings::default(), ReloadStrategy::Annotations).to_text();
     assert!(text.contains("namespace shop: ignored (--namespaces-to-ignore); a change rolls nothing"), "{text}");
@@ -72,12 +74,8 @@ fn an_ignored_resource_rolls_nothing_and_says_why() {
 fn a_proposed_content_names_its_keys_and_rolls_nothing_when_equal() {
     let workloads = vec![workload("web", json!({"reloader.stakater.com/auto": "true"}), "cfg")];
     let mut around = Surroundings {
-        facts: Some(ConfigFacts::live(ContentHash::NONE, false, false)),
-        workloads: &workloads,
-        unwatched: &[],
-        not_watched: None,
-        namespace_inactive: None,
         preview: Some(ContentChange { changed: vec!["a".into()], added: vec![], removed: vec!["b".into()] }),
+        ..around(&workloads)
     };
     let text = explain_dependents(&cfg(), &around, DecisionSettings::default(), ReloadStrategy::EnvVars).to_text();
     assert_eq!(
@@ -108,11 +106,9 @@ fn the_json_answer_carries_the_same_facts_for_scripts() {
     ];
     let around = Surroundings {
         facts: None,
-        workloads: &workloads,
         unwatched: &[WorkloadKind::Job],
         not_watched: Some("ConfigMaps are not watched (--resources-to-ignore)".into()),
-        namespace_inactive: None,
-        preview: None,
+        ..around(&workloads)
     };
     let answer = explain_dependents(&cfg(), &around, DecisionSettings::default(), ReloadStrategy::Annotations);
     let json = crate::explain::render(&answer, Dependents::to_text, crate::explain::OutputFormat::Json);
@@ -147,14 +143,7 @@ fn key_level_readers_roll_only_when_the_keys_they_read_change() {
         summarise(&d, &AnnotationKeys::default()).expect("summary"),
         workload("web", json!({"reloader.stakater.com/auto": "true"}), "cfg"),
     ];
-    let mut around = Surroundings {
-        facts: Some(ConfigFacts::live(ContentHash::NONE, false, false)),
-        workloads: &workloads,
-        unwatched: &[],
-        not_watched: None,
-        namespace_inactive: None,
-        preview: None,
-    };
+    let mut around = around(&workloads);
     let text = explain_dependents(&cfg(), &around, DecisionSettings::default(), ReloadStrategy::EnvVars).to_text();
     assert!(
         text.contains("    Deployment reader: auto: referenced via env valueFrom; container app; only keys a\n"),
