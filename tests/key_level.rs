@@ -246,3 +246,28 @@ async fn the_flag_opts_every_workload_in_and_the_annotation_opts_one_out() {
     Kind::Deployment.wait_revisions(&ns, "out", 2).await;
     Kind::Deployment.stays_at_revisions(&ns, "default", 1).await;
 }
+
+#[tokio::test]
+async fn a_bad_reload_on_value_is_reported_and_the_workload_still_reloads() {
+    let ns = TestNamespace::create("keys-bad").await;
+    create_configmap(&ns, "cfg", &[("a", "1"), ("b", "1")], &[]).await;
+    let spec = json!({"containers": [{"name": "app", "image": "x", "env": value_from("configMapKeyRef", "cfg", "a")}]});
+    let bad = json!({"reloader.stakater.com/auto": "true", KEYS_USED: "some-keys"});
+    Kind::Deployment.create(&ns, "web", bad, json!({}), spec).await;
+    let reloader = Reloader::start(&ns.name, &[]).await;
+    let note = wait_for("an InvalidAnnotation Event naming the value", RELOAD_WAIT, || async {
+        let list = ns
+            .api::<k8s_openapi::api::events::v1::Event>()
+            .list(&Default::default())
+            .await
+            .map_err(|e| e.to_string())?;
+        let found = list.items.into_iter().find(|e| e.reason.as_deref() == Some("InvalidAnnotation"));
+        found.and_then(|e| e.note).ok_or_else(|| "none yet".to_owned())
+    })
+    .await;
+    assert!(note.contains("\"some-keys\"") && note.contains(KEYS_USED), "{note}");
+    assert!(reloader.count_log("some-keys") >= 1, "logged too");
+    // --reload-on decides (any-key): a change of the unread key rolls it.
+    set_configmap_data(&ns, "cfg", &[("a", "1"), ("b", "2")]).await;
+    Kind::Deployment.wait_revisions(&ns, "web", 2).await;
+}

@@ -58,8 +58,11 @@ async fn a_budget_of_three_rolls_thirty_deployments_three_at_a_time() {
     let ns = TestNamespace::create("budget").await;
     create_secret(&ns, "shared", &[("ca.crt", "v1")], &[]).await;
     let auto = json!({"reloader.stakater.com/auto": "true"});
+    // Pods that become available on a real cluster too (kind, k3d): rollouts must complete here.
+    let mut pod_spec = volume_secret("shared");
+    pod_spec["containers"][0]["image"] = json!("registry.k8s.io/pause:3.10");
     for i in 0..COUNT {
-        Kind::Deployment.create(&ns, &format!("web-{i}"), auto.clone(), json!({}), volume_secret("shared")).await;
+        Kind::Deployment.create(&ns, &format!("web-{i}"), auto.clone(), json!({}), pod_spec.clone()).await;
     }
     wait_for("every Deployment rolled out", Duration::from_secs(120), || async {
         let n = rolling(&ns).await;
