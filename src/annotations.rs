@@ -129,6 +129,8 @@ pub struct WorkloadAnnotations {
     pub keys_used: Option<bool>,
     /// Problems found while reading the values.
     pub problems: Vec<WorkloadProblem>,
+    /// Rollout waves, the health gate and reload windows (issue 17).
+    pub gates: crate::gates::RolloutGates,
 }
 
 type Map = BTreeMap<String, String>;
@@ -174,7 +176,8 @@ impl WorkloadAnnotations {
         }
         let keys_used =
             reload_on(&keys.reload_on, metadata.get(&keys.reload_on).or(template.get(&keys.reload_on)), &mut problems);
-        Self { selection, keys_used, problems }
+        let gates = crate::gates::RolloutGates::extract(metadata, &mut problems);
+        Self { selection, keys_used, problems, gates }
     }
 
     /// The selection for `kind`.

@@ -37,6 +37,14 @@ pub mod annotation {
     pub const PAUSED_AT: &str = "deployment.reloader.stakater.com/paused-at";
     /// Key-level reloads, per workload (ours): `keys-used` or `any-key`.
     pub const RELOAD_ON: &str = "reloader.stakater.com/reload-on";
+    /// Ours (issue 17), on a workload: its rollout wave; lower waves complete before higher ones start.
+    pub const ROLLOUT_WAVE: &str = "reloader.stakater.com/rollout-wave";
+    /// Ours (issue 17), on a workload: `"true"`/`"false"` overrides `--halt-on-failed-rollout` for it.
+    pub const HALT_ON_FAILED_ROLLOUT: &str = "reloader.stakater.com/halt-on-failed-rollout";
+    /// Ours (issue 17), on a workload: when its reloads may happen (`crate::window`).
+    pub const RELOAD_WINDOW: &str = "reloader.stakater.com/reload-window";
+    /// Ours (issue 17), on a ConfigMap/Secret/SecretProviderClass: the hold id of a halted change, to release it.
+    pub const RELEASE_HOLD: &str = "reloader.stakater.com/release-hold";
     /// Workload metadata, written by this controller (not upstream): JSON of the hashes the workload was last
     /// rolled with or baselined at, per resource. Metadata does not roll pods; it lets a restarted controller
     /// apply exactly once a change made while it was down, even to workloads never reloaded before.
@@ -66,6 +74,9 @@ pub const SECRET_FIELD_SELECTOR: &str = "type!=helm.sh/release.v1";
 
 /// Value that turns an annotation on (compared exactly, as upstream does for `ignore`, `match`, `search`).
 pub const TRUE: &str = "true";
+
+/// The reason of a Deployment's `Progressing=False` condition once its `progressDeadlineSeconds` passed.
+pub const PROGRESS_DEADLINE_EXCEEDED: &str = "ProgressDeadlineExceeded";
 
 /// Page size of the initial ConfigMap/Secret lists. kube's default (500, client-go's) holds 500 full objects —
 /// their data included — plus the page's JSON at once per stream; with 4 KiB objects that is several MiB the

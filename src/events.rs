@@ -92,6 +92,10 @@ impl EventSink {
             uid,
             ..ObjectReference::default()
         };
+        self.send_to(reference, type_, reason, action, note);
+    }
+
+    fn send_to(&self, reference: ObjectReference, type_: EventType, reason: &str, action: &str, note: String) {
         let event = Event { type_, reason: reason.into(), note: Some(note), action: action.into(), secondary: None };
         if self.tx.try_send((reference, event, Instant::now())).is_err() {
             self.metrics.errors.with_label_values(&["event_dropped"]).inc();
@@ -128,6 +132,35 @@ impl EventSink {
             key.name, key.kind, key.namespace
         );
         self.send(key, uid, EventType::Warning, "ReloadFail", "Reload", truncate(note));
+    }
+
+    /// Ours (issue 17): a reload of the workload waits — `Warning` `RolloutHalted` when the change failed to roll
+    /// out elsewhere (the health gate), `Normal` `ReloadDeferred` outside its reload window or behind a wave.
+    pub fn reload_waits(&self, key: &WorkloadKey, uid: Option<String>, wait: &crate::gates::Wait) {
+        let (type_, reason) = match wait {
+            crate::gates::Wait::Held { .. } => (EventType::Warning, "RolloutHalted"),
+            _ => (EventType::Normal, "ReloadDeferred"),
+        };
+        self.send(key, uid, type_, reason, "Hold", truncate(wait.to_string()));
+    }
+
+    /// Ours (issue 17): `Warning` `RolloutHalted` on the resource whose change failed to roll out.
+    pub fn change_halted(&self, config: &crate::index::ConfigKey, note: String) {
+        let (api_version, kind) = match config.kind {
+            crate::resource::ConfigKind::ConfigMap => ("v1", "ConfigMap"),
+            crate::resource::ConfigKind::Secret => ("v1", "Secret"),
+            crate::resource::ConfigKind::SecretProviderClass => {
+                ("secrets-store.csi.x-k8s.io/v1", "SecretProviderClass")
+            }
+        };
+        let reference = ObjectReference {
+            api_version: Some(api_version.to_owned()),
+            kind: Some(kind.to_owned()),
+            name: Some(config.name.clone()),
+            namespace: Some(config.namespace.to_string()),
+            ..ObjectReference::default()
+        };
+        self.send_to(reference, EventType::Warning, "RolloutHalted", "Hold", truncate(note));
     }
 
     /// A bad annotation value (or another configuration problem) on the workload.

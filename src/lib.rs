@@ -45,6 +45,7 @@ pub mod decision;
 pub mod duration;
 pub mod events;
 pub mod explain;
+pub mod gates;
 pub mod hash;
 pub mod hash_key;
 pub mod http;
@@ -60,6 +61,7 @@ pub mod references;
 pub mod resource;
 pub mod selector;
 pub mod strategy;
+pub mod window;
 pub mod workload;
 
 #[cfg(test)]

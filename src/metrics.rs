@@ -52,6 +52,9 @@ pub struct Metrics {
     pub index_objects: IntGaugeVec,
     /// `reloader_rollouts{state}` (ours, `--max-concurrent-rollouts`): rollouts in flight, workloads waiting.
     pub rollouts: IntGaugeVec,
+    /// `reloader_waiting_workloads{reason}` (ours, issue 17): workloads whose reload waits at a rollout gate
+    /// (`held`, `wave`, `window`).
+    pub waiting: IntGaugeVec,
     /// `reloader_ready` (ours): 1 once every watch has synced.
     pub ready: Gauge,
     /// `rest_client_requests_total{code,method,host}`: every API request the controller makes.
@@ -124,6 +127,14 @@ impl Metrics {
             &["state"],
         )
         .unwrap_or_else(|e| panic!("{e}"));
+        let waiting = IntGaugeVec::new(
+            Opts::new(
+                "reloader_waiting_workloads",
+                "Workloads whose reload waits: held after a failed rollout, behind a rollout wave, outside a reload window",
+            ),
+            &["reason"],
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
         let watch_failing = IntGaugeVec::new(
             Opts::new("reloader_watch_failing", "1 while the watch of a resource (in a namespace) is failing"),
             &["resource", "namespace"],
@@ -145,6 +156,7 @@ impl Metrics {
             Box::new(retries.clone()),
             Box::new(index_objects.clone()),
             Box::new(rollouts.clone()),
+            Box::new(waiting.clone()),
             Box::new(watch_failing.clone()),
             Box::new(panics.clone()),
             Box::new(ready.clone()),
@@ -220,6 +232,7 @@ impl Metrics {
             retries,
             index_objects,
             rollouts,
+            waiting,
             watch_failing,
             panics,
             ready,

@@ -85,22 +85,78 @@ build_etcd() {
   "$BIN/etcd" --version >&2
 }
 
-build_kwok() {
-  if has kwok "$KWOK_VERSION" --version && [ -s "$BIN/kwok-stages.yaml" ]; then say "kwok $KWOK_VERSION: cached"; return; fi
-  say "kwok $KWOK_VERSION: building (~2 min)"
-  local json dir f
-  json=$(fetch "sigs.k8s.io/kwok@$KWOK_VERSION")
-  dir=$(printf '%s' "$json" | python3 -c 'import json,sys;print(json.load(sys.stdin)["Dir"])')
-  GOBIN="$BIN" go install -trimpath -ldflags="-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v}" \
-    "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" || die "go install sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION failed"
+# Pods created from a template the controller reloaded never become Ready when they carry this label: with an
+# empty value after any reload, with a hash as value only when reloaded with that hash (a STAKATER_* env var
+# holding it, env-vars strategy, or a reloader.stakater.com/last-reloaded-from annotation containing it). The
+# health-gate tests need a rollout that cannot progress (ProgressDeadlineExceeded) for one content only, so that
+# the next change rolls out fine. Every other pod goes Ready as the stock stage does.
+KWOK_UNREADY_LABEL=testenv.reloader.dev/unready-when-reloaded
+# Written into kwok-stages.yaml; bump it when the stage recipe below changes so cached files are regenerated.
+KWOK_STAGES_MARK="testenv-stages rev 3: $KWOK_UNREADY_LABEL"
+
+kwok_module_dir() {
+  local json
+  json=$(fetch "sigs.k8s.io/kwok@$KWOK_VERSION") || exit 1  # (errexit is off inside $(...))
+  printf '%s' "$json" | python3 -c 'import json,sys;print(json.load(sys.stdin)["Dir"])'
+}
+
+# build_kwok_stages MODULE-DIR: writes $BIN/kwok-stages.yaml.
+build_kwok_stages() {
+  local dir=$1 f tmp=$BIN/kwok-stages.yaml.tmp.$$
   # The "fast" stages shipped in the module: nodes Ready, bound pods Running+Ready, Jobs' pods complete.
-  : > "$BIN/kwok-stages.yaml.tmp"
+  : > "$tmp"
   for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
            pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
-    [ -f "$dir/kustomize/stage/$f" ] || die "kwok stage $f not found in sigs.k8s.io/kwok@$KWOK_VERSION"
-    { cat "$dir/kustomize/stage/$f"; echo '---'; } >> "$BIN/kwok-stages.yaml.tmp"
+    [ -f "$dir/kustomize/stage/$f" ] || { rm -f "$tmp"; die "kwok stage $f not found in sigs.k8s.io/kwok@$KWOK_VERSION"; }
+    { cat "$dir/kustomize/stage/$f"; echo '---'; } >> "$tmp"
   done
-  mv "$BIN/kwok-stages.yaml.tmp" "$BIN/kwok-stages.yaml"
+  # Append one matchExpression to the pod-ready stage. KWOK (pkg/utils/expression) runs the key as a gojq
+  # query; a query error yields "no value", which NotIn matches, so a broken rule degrades to "pod goes Ready".
+  local key
+  key='.metadata.labels["'"$KWOK_UNREADY_LABEL"'"] as $bad | if $bad == null then "go" elif ((.metadata.annotations["reloader.stakater.com/last-reloaded-from"] // null) as $r | $r != null and ($r | contains($bad))) or any(.spec.containers[]?.env[]?; ((.name // "") | startswith("STAKATER_")) and ($bad == "" or .value == $bad)) then "hold" else "go" end'
+  MARK=$KWOK_STAGES_MARK KEY=$key python3 - "$tmp" <<'PY' || { rm -f "$tmp"; die "could not add the unready-when-reloaded rule to kwok's pod-ready stage (layout of sigs.k8s.io/kwok@$KWOK_VERSION changed?)"; }
+import os, re, sys
+path, mark, key = sys.argv[1], os.environ["MARK"], os.environ["KEY"]
+docs = open(path).read().split("\n---\n")
+hits = [i for i, d in enumerate(docs) if re.search(r"(?m)^kind: Stage$", d) and re.search(r"(?m)^  name: pod-ready$", d)]
+if len(hits) != 1:
+    sys.exit(f"expected exactly one 'pod-ready' Stage, found {len(hits)}")
+lines = docs[hits[0]].split("\n")
+try:
+    sel = lines.index("  selector:")
+    at = lines.index("    matchExpressions:", sel)
+except ValueError:
+    sys.exit("pod-ready stage has no 'spec.selector.matchExpressions' at the expected indentation")
+end = at + 1  # end of the list: first line that is neither a "    - " item nor indented deeper
+while end < len(lines) and (lines[end].startswith("    - ") or lines[end].startswith("      ")):
+    end += 1
+if end == at + 1 or "'" in key:
+    sys.exit("unexpected matchExpressions layout or quote in the key")
+rule = [f"    # {mark}", f"    - key: '{key}'", "      operator: 'NotIn'", "      values:", "      - 'hold'"]
+lines[end:end] = rule
+docs[hits[0]] = "\n".join(lines)
+open(path, "w").write("\n---\n".join(docs))
+PY
+  grep -qF "$KWOK_STAGES_MARK" "$tmp" || { rm -f "$tmp"; die "kwok stages: rule marker missing after generation"; }
+  mv "$tmp" "$BIN/kwok-stages.yaml"
+}
+
+build_kwok() {
+  local dir=""
+  if has kwok "$KWOK_VERSION" --version; then
+    say "kwok $KWOK_VERSION: cached"
+  else
+    say "kwok $KWOK_VERSION: building (~2 min)"
+    dir=$(kwok_module_dir)
+    GOBIN="$BIN" go install -trimpath -ldflags="-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v}" \
+      "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" || die "go install sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION failed"
+  fi
+  # Regenerated (without rebuilding kwok) when missing or written by an older recipe.
+  if [ -s "$BIN/kwok-stages.yaml" ] && grep -qF "$KWOK_STAGES_MARK" "$BIN/kwok-stages.yaml"; then
+    say "kwok stages: cached"; return; fi
+  say "kwok stages: generating $BIN/kwok-stages.yaml"
+  [ -n "$dir" ] || dir=$(kwok_module_dir)
+  build_kwok_stages "$dir"
 }
 
 build_helm() {

@@ -103,6 +103,22 @@ impl Alerter {
         self.enqueue(Job::Alert(content_type, body));
     }
 
+    /// Ours (issue 17): a change whose rollout failed is held (the health gate). `message` names the resource,
+    /// the failed workload and how to release it — never content.
+    pub fn halted(&self, message: &str) {
+        let additional = self.additional.as_deref();
+        let message = match additional {
+            Some(info) => format!("{info} : {message}"),
+            None => message.to_owned(),
+        };
+        let (content_type, body) = if self.structured && self.sink == Sink::Raw {
+            ("application/json", serde_json::json!({"event": "halt", "message": message}).to_string())
+        } else {
+            payload::body(self.sink, &message)
+        };
+        self.enqueue(Job::Alert(content_type, body));
+    }
+
     /// Queues upstream's `--webhook-url` POST (sent instead of reloading) for a change of `config`.
     pub fn webhook(&self, config: &crate::index::ConfigKey, changed: Option<&crate::keyprints::ChangedKeys>) {
         let body = payload::webhook_body(&config.kind.to_string(), &config.name, &config.namespace, changed);

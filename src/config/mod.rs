@@ -178,6 +178,14 @@ pub struct Args {
     #[arg(long, env = "RELOADER_ROLLOUT_TIMEOUT", default_value = "10m", value_parser = parse_duration)]
     pub rollout_timeout: Duration,
 
+    /// When a rollout this controller started fails (a Deployment's `ProgressDeadlineExceeded`, or past
+    /// `--rollout-timeout`), the workloads still waiting for the same change (behind `--max-concurrent-rollouts`
+    /// or a `rollout-wave`) are not rolled until it changes again or is released. Per workload:
+    /// `reloader.stakater.com/halt-on-failed-rollout`.
+    #[arg(long, env = "RELOADER_HALT_ON_FAILED_ROLLOUT", value_parser = parse_bool, num_args = 0..=1,
+          default_value = "false", default_missing_value = "true", action = ArgAction::Set)]
+    pub halt_on_failed_rollout: bool,
+
     /// `<namespace>/<name>` of a Secret whose `key` entry (≥ 16 bytes) keys the Secret hashes written on
     /// workloads: `STAKATER_*_SECRET` values and `last-reloaded-from` hashes become HMAC-SHA1 digests (same shape)
     /// that reveal nothing about the Secret without the key. Switching it on, off or rotating it rolls nothing.

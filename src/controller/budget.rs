@@ -5,9 +5,14 @@
 //! oldest waiting one is queued again and plans anew (a workload whose content changed again while waiting rolls
 //! once, with the latest content). Kinds whose rollouts are not tracked (CronJob, Job, Argo Rollout,
 //! DeploymentConfig) are not counted.
+//!
+//! Rollouts are tracked whatever the limit (a map entry per rolling workload): one still in progress after
+//! `--rollout-timeout` counts as failed for the health gate (`crate::gates`) until it completes or is written
+//! again — StatefulSets and DaemonSets have no deadline condition of their own. A failed rollout (a Deployment's
+//! `ProgressDeadlineExceeded`) frees its slot.
 
 use std::{
-    collections::{HashMap, VecDeque},
+    collections::{HashMap, HashSet, VecDeque},
     sync::Mutex,
     time::{Duration, Instant},
 };
@@ -27,6 +32,8 @@ struct InFlight {
 struct State {
     in_flight: HashMap<WorkloadKey, InFlight>,
     waiting: VecDeque<WorkloadKey>,
+    /// Rollouts past `--rollout-timeout`: failed, until complete or written again.
+    timed_out: HashSet<WorkloadKey>,
 }
 
 /// Whether a workload may start its rollout now.
@@ -39,7 +46,7 @@ pub enum Admission {
     Wait,
 }
 
-/// The budget. With a limit of 0 every call admits and nothing is tracked.
+/// The budget. With a limit of 0 every call admits; rollouts are still tracked (for timeouts).
 #[derive(Debug)]
 pub struct RolloutBudget {
     limit: usize,
@@ -59,18 +66,19 @@ impl RolloutBudget {
 
     /// Asks for a slot for `key`'s rollout, before its template is written.
     pub fn admit(&self, key: &WorkloadKey, tracked: bool, now: Instant) -> Admission {
-        if self.limit == 0 || !tracked {
+        if !tracked {
             return Admission::Go;
         }
         let mut state = self.state();
         self.expire(&mut state, now);
+        state.timed_out.remove(key);
         if let Some(flight) = state.in_flight.get_mut(key) {
             // Written again while rolling (a newer content): it keeps its slot, counted from now, until the new
             // rollout is seen in progress and complete (the previous one completing does not free it).
             *flight = InFlight { since: now, seen_in_progress: false };
             return Admission::Go;
         }
-        if state.in_flight.len() < self.limit {
+        if self.limit == 0 || state.in_flight.len() < self.limit {
             state.waiting.retain(|k| k != key);
             state.in_flight.insert(key.clone(), InFlight { since: now, seen_in_progress: false });
             return Admission::Go;
@@ -81,27 +89,36 @@ impl RolloutBudget {
         Admission::Wait
     }
 
-    /// Frees the slots of rollouts past `--rollout-timeout`.
+    /// Frees the slots of rollouts past `--rollout-timeout`; they count as failed.
     fn expire(&self, state: &mut State, now: Instant) {
         let timeout = self.timeout;
+        let mut expired = Vec::new();
         state.in_flight.retain(|k, f| {
             let live = now.duration_since(f.since) < timeout;
             if !live {
                 warn!(namespace = %k.namespace, workload = %k.name, kind = %k.kind, ?timeout,
-                      "rollout of {k} not complete after --rollout-timeout; its slot in --max-concurrent-rollouts is freed");
+                      "rollout of {k} not complete after --rollout-timeout: counted as failed{}",
+                      if self.limit > 0 { ", its slot in --max-concurrent-rollouts is freed" } else { "" });
+                expired.push(k.clone());
             }
             live
         });
+        state.timed_out.extend(expired);
+    }
+
+    /// Whether `key`'s rollout passed `--rollout-timeout` (and has not completed since).
+    pub fn timed_out(&self, key: &WorkloadKey) -> bool {
+        self.state().timed_out.contains(key)
     }
 
     /// Called every second: frees timed-out slots and returns as many waiting workloads as there are free slots
     /// (one woken by [`Self::observe`] that found nothing left to do must not leave the others waiting).
     pub fn tick(&self, now: Instant) -> Vec<WorkloadKey> {
+        let mut state = self.state();
+        self.expire(&mut state, now);
         if self.limit == 0 {
             return Vec::new();
         }
-        let mut state = self.state();
-        self.expire(&mut state, now);
         let free = self.limit.saturating_sub(state.in_flight.len()).min(state.waiting.len());
         state.waiting.drain(..free).collect()
     }
@@ -115,28 +132,33 @@ impl RolloutBudget {
 
     /// A workload's status, as the watch delivers it. Returns the workload to wake when its rollout completed.
     pub fn observe(&self, key: &WorkloadKey, rollout: RolloutState) -> Option<WorkloadKey> {
-        if self.limit == 0 {
-            return None;
-        }
         let mut state = self.state();
+        if rollout == RolloutState::Complete {
+            state.timed_out.remove(key);
+        }
         let flight = state.in_flight.get_mut(key)?;
-        match rollout {
+        let ended = match rollout {
             RolloutState::InProgress => {
                 flight.seen_in_progress = true;
-                None
+                false
             }
-            RolloutState::Complete if flight.seen_in_progress => {
-                state.in_flight.remove(key);
-                state.waiting.pop_front()
-            }
-            RolloutState::Complete | RolloutState::Untracked => None,
+            RolloutState::Complete => flight.seen_in_progress,
+            // The kind's controller gave up: the slot is free; the gates see the failure in the status.
+            RolloutState::Failed => true,
+            RolloutState::Untracked => false,
+        };
+        if !ended {
+            return None;
         }
+        state.in_flight.remove(key);
+        if self.limit == 0 { None } else { state.waiting.pop_front() }
     }
 
     /// The workload is gone: its slot and its place in line are freed. Returns a workload to wake.
     pub fn forget(&self, key: &WorkloadKey) -> Option<WorkloadKey> {
         let mut state = self.state();
         state.waiting.retain(|k| k != key);
+        state.timed_out.remove(key);
         state.in_flight.remove(key)?;
         state.waiting.pop_front()
     }
@@ -155,19 +177,6 @@ impl RolloutBudget {
         let (in_flight, waiting) = self.sizes();
         gauges.with_label_values(&["in_flight"]).set(i64::try_from(in_flight).unwrap_or(i64::MAX));
         gauges.with_label_values(&["waiting"]).set(i64::try_from(waiting).unwrap_or(i64::MAX));
-    }
-}
-
-/// Every second: workloads waiting for a slot that is free (a timed-out rollout, a woken workload that had
-/// nothing left to do) are queued again. Ends with the queue.
-pub(super) async fn wake_waiting(ctx: std::sync::Arc<super::Context>) {
-    let mut every = tokio::time::interval(Duration::from_secs(1));
-    while !ctx.queue.is_closed() {
-        every.tick().await;
-        for key in ctx.budget.tick(Instant::now()) {
-            ctx.queue.add(key, Instant::now());
-        }
-        ctx.budget.report(&ctx.metrics.rollouts);
     }
 }
 
@@ -213,13 +222,26 @@ mod tests {
         for name in ["a", "b", "c"] {
             assert_eq!(unlimited.admit(&w(name), true, now), Admission::Go);
         }
-        assert_eq!(unlimited.sizes(), (0, 0));
+        assert_eq!(unlimited.sizes(), (3, 0), "tracked without a limit, for timeouts");
         let budget = RolloutBudget::new(1, Duration::from_secs(60));
         assert_eq!(budget.admit(&w("a"), true, now), Admission::Go);
         assert_eq!(budget.admit(&w("job"), false, now), Admission::Go, "not tracked: not counted");
         assert_eq!(budget.admit(&w("b"), true, now), Admission::Wait);
         assert_eq!(budget.tick(now), vec![], "no free slot yet");
         assert_eq!(budget.tick(now + Duration::from_secs(61)), vec![w("b")], "a timed out: b is woken");
+        assert!(budget.timed_out(&w("a")), "a timed-out rollout counts as failed");
         assert_eq!(budget.admit(&w("b"), true, now + Duration::from_secs(61)), Admission::Go);
+        assert_eq!(budget.observe(&w("a"), RolloutState::Complete), None);
+        assert!(!budget.timed_out(&w("a")), "until it completes");
+    }
+
+    #[test]
+    fn a_failed_rollout_frees_its_slot() {
+        let budget = RolloutBudget::new(1, Duration::from_secs(600));
+        let now = Instant::now();
+        assert_eq!(budget.admit(&w("a"), true, now), Admission::Go);
+        assert_eq!(budget.admit(&w("b"), true, now), Admission::Wait);
+        assert_eq!(budget.observe(&w("a"), RolloutState::Failed), Some(w("b")), "ProgressDeadlineExceeded");
+        assert_eq!(budget.sizes(), (0, 0));
     }
 }

@@ -17,6 +17,7 @@ mod reconcile;
 mod settings;
 mod streams;
 mod translate;
+mod waiting;
 mod watch;
 
 use std::{
@@ -55,6 +56,8 @@ struct Context {
     stream_context: watch::StreamContext,
     /// `--max-concurrent-rollouts`.
     budget: budget::RolloutBudget,
+    /// Workloads waiting at a rollout gate (issue 17).
+    waiting: waiting::Waiting,
     index: Mutex<Index>,
     queue: WorkQueue<WorkloadKey>,
     metrics: Arc<Metrics>,
@@ -137,6 +140,7 @@ pub async fn run(
         settings,
         stream_context,
         budget,
+        waiting: waiting::Waiting::default(),
         index,
         queue,
         metrics,
@@ -149,9 +153,7 @@ pub async fn run(
     });
     let mut workers: Vec<_> =
         (0..ctx.settings.workers.max(1)).map(|_| tokio::spawn(worker(ctx.clone(), leader.clone()))).collect();
-    if ctx.settings.rollout_budget.0 > 0 {
-        workers.push(tokio::spawn(budget::wake_waiting(ctx.clone())));
-    }
+    workers.push(tokio::spawn(waiting::tick(ctx.clone())));
     info!(
         scope = ?ctx.settings.watch.scope,
         kinds = ?ctx.settings.watch.sources,

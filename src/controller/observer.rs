@@ -223,6 +223,7 @@ impl Observer {
                     self.seen_workloads.entry(stream).or_default().insert(key.clone());
                 }
                 let rollout = summary.rollout;
+                let rollout_before = index.rollout_state(&key);
                 let update = index.upsert_workload(key.clone(), *summary, baseline);
                 self.update_gauges(&index);
                 let uid = index.workload_uid(&key);
@@ -241,12 +242,22 @@ impl Observer {
                 if let Some(next) = next {
                     self.enqueue(next, now, Lane::Change);
                 }
+                if rollout_before != Some(rollout) || update.relevant {
+                    // Workloads held by its failed rollout, or waiting for its wave, look again.
+                    for waiter in self.ctx.waiting.to_wake(now, Some(&key)) {
+                        self.enqueue(waiter, now, Lane::Change);
+                    }
+                }
                 if update.relevant && self.synced {
                     self.enqueue(key, now, Lane::Change);
                 }
             }
             Observed::WorkloadDeleted(key) => {
                 self.ctx.index().delete_workload(&key);
+                self.ctx.waiting.forget(&key);
+                for waiter in self.ctx.waiting.to_wake(now, Some(&key)) {
+                    self.enqueue(waiter, now, Lane::Change);
+                }
                 if let Some(next) = self.ctx.budget.forget(&key) {
                     self.enqueue(next, now, Lane::Change);
                 }

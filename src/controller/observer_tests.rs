@@ -37,6 +37,7 @@ fn context() -> Arc<Context> {
         coalesce_window: Duration::ZERO,
         coalesce_quiet: Duration::ZERO,
         rollout_budget: (0, Duration::from_secs(600)),
+        halt_on_failed_rollout: false,
         alerts: None,
         webhook: None,
         keys: Arc::new(AnnotationKeys::default()),
@@ -55,6 +56,7 @@ fn context() -> Arc<Context> {
     Arc::new(Context {
         client: kube::Client::new(service, "default"),
         budget: crate::controller::budget::RolloutBudget::new(0, Duration::from_secs(1)),
+        waiting: crate::controller::waiting::Waiting::default(),
         settings,
         stream_context,
         index: std::sync::Mutex::new(Index::default()),

@@ -196,6 +196,11 @@ async fn reconcile(ctx: &Context, key: &WorkloadKey, triggered: Instant) -> Resu
         return Ok(false);
     }
     if !plan.reloads.is_empty() {
+        if let Some(wait) = super::waiting::check(ctx, key, &plan.reloads, uid.clone()) {
+            // A rollout gate (issue 17): planned again when what it waits for moves (waiting.rs).
+            ctx.metrics.skipped.with_label_values(&[wait.label()]).inc();
+            return Ok(false);
+        }
         let tracked =
             matches!(key.kind, WorkloadKind::Deployment | WorkloadKind::StatefulSet | WorkloadKind::DaemonSet);
         let admission = ctx.budget.admit(key, tracked, Instant::now());

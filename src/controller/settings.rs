@@ -39,6 +39,8 @@ pub struct Settings {
     pub coalesce_quiet: Duration,
     /// `--max-concurrent-rollouts` (0: unlimited) and `--rollout-timeout`.
     pub rollout_budget: (usize, Duration),
+    /// `--halt-on-failed-rollout`.
+    pub halt_on_failed_rollout: bool,
     /// Annotation keys.
     pub keys: Arc<AnnotationKeys>,
     /// `--reload-strategy`.
@@ -132,6 +134,7 @@ impl Settings {
             coalesce_window: args.coalesce_window,
             coalesce_quiet: args.coalesce_quiet,
             rollout_budget: (args.max_concurrent_rollouts, args.rollout_timeout),
+            halt_on_failed_rollout: args.halt_on_failed_rollout,
             alerts: args.alerts.alerts(),
             webhook: args.alerts.webhook(),
             keys: Arc::new(args.annotations.keys()),

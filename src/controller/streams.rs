@@ -74,14 +74,21 @@ fn config_key(kind: ConfigKind, obj: &impl Resource) -> Option<ConfigKey> {
 pub fn configmap_facts(cm: &ConfigMap, keys: &AnnotationKeys) -> Option<(ConfigKey, ConfigFacts)> {
     let (ignored, matched) = config_flags(cm, keys);
     let hash = hash::configmap(cm.data.as_ref(), cm.binary_data.as_ref());
-    Some((config_key(ConfigKind::ConfigMap, cm)?, ConfigFacts::live(hash, ignored, matched)))
+    let facts = ConfigFacts::live(hash, ignored, matched).released_by(release_hold(cm));
+    Some((config_key(ConfigKind::ConfigMap, cm)?, facts))
+}
+
+/// A resource's `release-hold` annotation (issue 17).
+fn release_hold(obj: &impl Resource) -> Option<&str> {
+    obj.meta().annotations.as_ref()?.get(crate::constants::annotation::RELEASE_HOLD).map(String::as_str)
 }
 
 /// The index facts of one Secret (content hash and flags, never its data).
 pub fn secret_facts(s: &Secret, keys: &AnnotationKeys) -> Option<(ConfigKey, ConfigFacts)> {
     let (ignored, matched) = config_flags(s, keys);
     let facts = ConfigFacts::live(hash::secret(s.data.as_ref()), ignored, matched);
-    Some((config_key(ConfigKind::Secret, s)?, facts.sealed_by(s.metadata.uid.as_deref().unwrap_or_default())))
+    let facts = facts.sealed_by(s.metadata.uid.as_deref().unwrap_or_default()).released_by(release_hold(s));
+    Some((config_key(ConfigKind::Secret, s)?, facts))
 }
 
 pub(super) fn config_stream<K>(

@@ -180,6 +180,9 @@ pub struct WorkloadExplanation {
     /// acted on.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub now: Option<Vec<PendingRollout>>,
+    /// Why those rollouts would wait, and until when (a rollout gate, or the restart budget).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waits: Option<String>,
 }
 
 /// What the controller sees of one workload's namespace.
@@ -198,6 +201,22 @@ pub struct Visible<'a> {
     pub hash_key: Option<&'a crate::hash_key::HashKey>,
     /// Key-level reloads: views of the resources the workload reads some keys of, with their whole hash.
     pub views: &'a [(ConfigKey, ContentHash, Vec<crate::index::KeyView>)],
+    /// What the rollout gates read.
+    pub gates: GateFacts<'a>,
+}
+
+/// What the rollout gates (issue 17) read besides the workload: the other workloads of its namespace (empty
+/// when it has no gate annotation and `--halt-on-failed-rollout` is off), the flags, and the time.
+#[derive(Clone, Debug)]
+pub struct GateFacts<'a> {
+    /// The namespace's workloads.
+    pub peers: &'a [(WorkloadKey, WorkloadSummary)],
+    /// `--halt-on-failed-rollout`.
+    pub halt_default: bool,
+    /// `--max-concurrent-rollouts` (0: none).
+    pub budget: usize,
+    /// Now.
+    pub now: jiff::Timestamp,
 }
 
 /// The explanation of one workload, given its summary and what the controller sees of its namespace. Pure.
@@ -208,7 +227,7 @@ pub fn explain(
     settings: DecisionSettings,
     strategy: ReloadStrategy,
 ) -> WorkloadExplanation {
-    let &Visible { ref namespace_inactive, configs, watched, start, hash_key, views } = visible;
+    let &Visible { ref namespace_inactive, configs, watched, start, hash_key, views, ref gates } = visible;
     let mut sorted: Vec<&(ConfigKey, ConfigFacts)> = configs.iter().collect();
     sorted.sort_by(|a, b| (a.0.kind, &a.0.name).cmp(&(b.0.kind, &b.0.name)));
     let mut resources = Vec::new();
@@ -234,6 +253,9 @@ pub fn explain(
         for (config, content, known) in views {
             index.set_views(config, *content, known.clone());
         }
+        for (peer, peer_summary) in gates.peers.iter().filter(|(k, _)| k != key) {
+            index.upsert_workload(peer.clone(), peer_summary.clone(), start);
+        }
         let plan = index.plan(key, settings, strategy);
         let pending = plan.reloads.iter().map(|r| PendingRollout {
             kind: r.config.kind.to_string(),
@@ -241,8 +263,23 @@ pub fn explain(
             recorded: (r.previous != ContentHash::NONE).then(|| r.previous.to_string()),
             content: r.value.to_string(),
         });
-        pending.collect()
+        let changes = index.gate_changes(key, &plan.reloads, settings, |_| false);
+        let wait = crate::gates::gate(&summary.annotations.gates, gates.halt_default, &changes, gates.now);
+        let waits = match wait {
+            _ if plan.reloads.is_empty() => None,
+            Some(wait) => Some(wait.to_string()),
+            None if gates.budget > 0 && summary.rollout != crate::workload::RolloutState::Untracked => Some(format!(
+                "at most {} rollouts run at once (--max-concurrent-rollouts): it may wait for a slot",
+                gates.budget
+            )),
+            None => None,
+        };
+        (pending.collect(), waits)
     });
+    let (now, waits) = match now {
+        Some((pending, waits)) => (Some(pending), waits),
+        None => (None, None),
+    };
     WorkloadExplanation {
         kind: key.kind.to_string(),
         namespace: key.namespace.to_string(),
@@ -257,6 +294,7 @@ pub fn explain(
         resources,
         missing: missing.map(|u| format!("{} {}", u.kind, u.name)).collect(),
         now,
+        waits,
     }
 }
 
@@ -304,6 +342,9 @@ impl WorkloadExplanation {
                     );
                 }
             }
+        }
+        if let Some(waits) = &self.waits {
+            let _ = writeln!(out, "  waits: {waits}");
         }
         out
     }

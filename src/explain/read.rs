@@ -13,7 +13,7 @@ use kube::{Api, Client, api::ListParams};
 use serde::de::DeserializeOwned;
 
 use super::{
-    ExplainError, Visible, WorkloadExplanation, explain,
+    ExplainError, GateFacts, Visible, WorkloadExplanation, explain,
     preview::{self, Content},
     reverse::{Dependents, Surroundings, explain_dependents, plural},
 };
@@ -79,7 +79,17 @@ pub async fn workload(
     let namespace_inactive = namespace_inactive(client, namespace, settings).await?;
     let start = if settings.sync_after_restart { Baseline::Stale } else { Baseline::Current };
     let hash_key = settings.hash_key.as_ref();
-    let visible = Visible { namespace_inactive, configs: &configs, watched: &watched, start, hash_key, views: &views };
+    // Rollout gates (issue 17): the workloads the same changes roll, for waves and the health gate.
+    let gated = !summary.annotations.gates.is_default() || settings.halt_on_failed_rollout;
+    let peers = if gated { list_workloads(client, namespace, settings).await?.0 } else { Vec::new() };
+    let gates = GateFacts {
+        peers: &peers,
+        halt_default: settings.halt_on_failed_rollout,
+        budget: settings.rollout_budget.0,
+        now: jiff::Timestamp::now(),
+    };
+    let visible =
+        Visible { namespace_inactive, configs: &configs, watched: &watched, start, hash_key, views: &views, gates };
     Ok(explain(&key, &summary, &visible, settings.decisions, settings.strategy))
 }
 
@@ -113,22 +123,7 @@ pub async fn dependents(
         }
     };
     let preview = new_content.map(|new| preview::diff(&current.unwrap_or_default(), new));
-    let mut workloads = Vec::new();
-    let mut unwatched = Vec::new();
-    for kind in WorkloadKind::ALL {
-        if !settings.watch.sources.contains(&Source::Workload(kind)) && !optional_on(settings, Source::Workload(kind)) {
-            unwatched.push(kind);
-            continue;
-        }
-        let found = crate::workload::list_summaries(client, kind, namespace, keys).await;
-        match found {
-            Ok(found) => workloads.extend(found),
-            // An optional kind whose API is not served here has no workloads to explain.
-            Err(kube::Error::Api(s))
-                if s.code == 404 && matches!(kind, WorkloadKind::Rollout | WorkloadKind::DeploymentConfig) => {}
-            Err(source) => return Err(ExplainError::Api { what: format!("listing {kind}s"), source }),
-        }
-    }
+    let (workloads, unwatched) = list_workloads(client, namespace, settings).await?;
     let around = Surroundings {
         not_watched: not_watched(client, &config, facts.is_some(), settings).await?,
         facts,
@@ -138,6 +133,31 @@ pub async fn dependents(
         preview,
     };
     Ok(explain_dependents(&config, &around, settings.decisions, settings.strategy))
+}
+
+/// The namespace's workloads of the kinds the controller watches, and the kinds it does not watch.
+async fn list_workloads(
+    client: &Client,
+    namespace: &str,
+    settings: &Settings,
+) -> Result<(Vec<(WorkloadKey, WorkloadSummary)>, Vec<WorkloadKind>), ExplainError> {
+    let mut workloads = Vec::new();
+    let mut unwatched = Vec::new();
+    for kind in WorkloadKind::ALL {
+        if !settings.watch.sources.contains(&Source::Workload(kind)) && !optional_on(settings, Source::Workload(kind)) {
+            unwatched.push(kind);
+            continue;
+        }
+        let found = crate::workload::list_summaries(client, kind, namespace, &settings.keys).await;
+        match found {
+            Ok(found) => workloads.extend(found),
+            // An optional kind whose API is not served here has no workloads to explain.
+            Err(kube::Error::Api(s))
+                if s.code == 404 && matches!(kind, WorkloadKind::Rollout | WorkloadKind::DeploymentConfig) => {}
+            Err(source) => return Err(ExplainError::Api { what: format!("listing {kind}s"), source }),
+        }
+    }
+    Ok((workloads, unwatched))
 }
 
 /// Why the controller does not see the resource: its kind is not watched, or (ConfigMaps and Secrets) its labels

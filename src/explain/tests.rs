@@ -67,7 +67,8 @@ fn visible<'a>(
     namespace_inactive: Option<String>,
     start: Baseline,
 ) -> Visible<'a> {
-    Visible { namespace_inactive, configs, watched, start, hash_key: None, views: &[] }
+    let gates = GateFacts { peers: &[], halt_default: false, budget: 0, now: jiff::Timestamp::UNIX_EPOCH };
+    Visible { namespace_inactive, configs, watched, start, hash_key: None, views: &[], gates }
 }
 
 fn configs() -> Vec<(ConfigKey, ConfigFacts)> {

@@ -11,6 +11,7 @@
 
 mod changes;
 mod configs;
+mod gates;
 mod plan;
 mod views;
 
@@ -61,6 +62,9 @@ pub struct ConfigFacts {
     pub matched: bool,
     /// Deleted, kept as a tombstone because `--reload-on-delete` is on.
     pub deleted: bool,
+    /// Its `release-hold` annotation names this content's hold id: a failed rollout of it holds nothing
+    /// (`crate::gates`).
+    pub released: bool,
 }
 
 /// What the index keeps per resource: its facts and a fingerprint per key (to name changed keys).
@@ -165,12 +169,18 @@ pub struct Index {
 impl ConfigFacts {
     /// Facts of a live resource whose record holds its content hash as is.
     pub fn live(hash: ContentHash, ignored: bool, matched: bool) -> Self {
-        Self { hash, record_hash: hash, ignored, matched, deleted: false }
+        Self { hash, record_hash: hash, ignored, matched, deleted: false, released: false }
     }
 
     /// The same facts, with the record's value sealed under `key` (a Secret's UID).
     pub fn sealed_by(self, key: &str) -> Self {
         Self { record_hash: self.hash.sealed(key.as_bytes()), ..self }
+    }
+
+    /// The same facts, released when `release_hold` (the resource's `release-hold` annotation) names this
+    /// content's hold id. Call after [`Self::sealed_by`].
+    pub fn released_by(self, release_hold: Option<&str>) -> Self {
+        Self { released: release_hold.is_some_and(|v| crate::gates::releases(v, &self.record_hash)), ..self }
     }
 }
 
@@ -305,6 +315,16 @@ impl Index {
         if let Some(state) = self.workloads.get_mut(key) {
             state.assumed.insert((config.kind, config.name.clone()), ContentHash::NONE);
         }
+    }
+
+    /// A workload's rollout gates (issue 17).
+    pub fn workload_gates(&self, key: &WorkloadKey) -> Option<crate::gates::RolloutGates> {
+        self.workloads.get(key).map(|s| s.summary.annotations.gates.clone())
+    }
+
+    /// Its rollout, as its status last said.
+    pub fn rollout_state(&self, key: &WorkloadKey) -> Option<crate::workload::RolloutState> {
+        self.workloads.get(key).map(|s| s.summary.rollout)
     }
 
     /// A workload's UID (for Events).

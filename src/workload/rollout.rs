@@ -11,6 +11,10 @@ pub enum RolloutState {
     Complete,
     /// Anything else: the template is not observed yet, or replicas are being replaced.
     InProgress,
+    /// The kind's controller gave up on it: a Deployment whose `Progressing` condition says
+    /// `ProgressDeadlineExceeded` (its `progressDeadlineSeconds` passed without progress). Other kinds have no
+    /// such condition; their rollouts fail by `--rollout-timeout` (the controller's own clock).
+    Failed,
 }
 
 /// A Deployment: `observedGeneration ≥ generation`, and `updatedReplicas`, `availableReplicas` and `replicas`
@@ -18,6 +22,14 @@ pub enum RolloutState {
 pub fn deployment(d: &k8s_openapi::api::apps::v1::Deployment) -> RolloutState {
     let desired = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
     let Some(status) = &d.status else { return RolloutState::InProgress };
+    let deadline_exceeded = status.conditions.iter().flatten().any(|c| {
+        c.type_ == "Progressing"
+            && c.status == "False"
+            && c.reason.as_deref() == Some(crate::constants::PROGRESS_DEADLINE_EXCEEDED)
+    });
+    if deadline_exceeded && d.metadata.generation <= status.observed_generation {
+        return RolloutState::Failed;
+    }
     let counts = [status.updated_replicas, status.available_replicas, status.replicas];
     complete(d.metadata.generation, status.observed_generation, counts.map(|c| c.unwrap_or(0) == desired))
 }
@@ -72,7 +84,12 @@ mod tests {
         let unobserved = json!({"observedGeneration": 2, "replicas": 2, "updatedReplicas": 2, "availableReplicas": 2});
         assert_eq!(deployment(&object::<Deployment>(3, spec.clone(), unobserved)), RolloutState::InProgress);
         let surging = json!({"observedGeneration": 3, "replicas": 3, "updatedReplicas": 2, "availableReplicas": 2});
-        assert_eq!(deployment(&object::<Deployment>(3, spec, surging)), RolloutState::InProgress);
+        assert_eq!(deployment(&object::<Deployment>(3, spec.clone(), surging)), RolloutState::InProgress);
+        let stuck = json!({"observedGeneration": 3, "replicas": 3, "updatedReplicas": 1, "availableReplicas": 2,
+                           "conditions": [{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded"}]});
+        assert_eq!(deployment(&object::<Deployment>(3, spec.clone(), stuck.clone())), RolloutState::Failed);
+        // The template written after the failure is not observed yet: its rollout has not failed.
+        assert_eq!(deployment(&object::<Deployment>(4, spec, stuck)), RolloutState::InProgress);
     }
 
     #[test]

@@ -1,0 +1,69 @@
+//! The facts rollout gates (`crate::gates`) need from the index: for each resource a workload is about to be
+//! reloaded for, the other workloads that reload for it, their waves and rollouts, and whether they already run
+//! its current content. Read from the index alone, so the answer is the same after a restart (level-triggered:
+//! a held change stays held while the failed workload stays failed and records that content).
+
+use super::{ConfigKey, Index, PlannedReload, WorkloadState, decide_pair, plan::template_record};
+use crate::{
+    decision::{DecisionSettings, ReloadDecision},
+    gates::{Change, Peer, hold_id},
+    workload::{RolloutState, WorkloadKey},
+};
+
+impl Index {
+    /// The gates' view of `reloads` of `key`. `timed_out` tells the rollouts that passed `--rollout-timeout`
+    /// (counted as failed: kinds without a deadline condition fail by the controller's clock).
+    pub fn gate_changes(
+        &self,
+        key: &WorkloadKey,
+        reloads: &[PlannedReload],
+        settings: DecisionSettings,
+        timed_out: impl Fn(&WorkloadKey) -> bool,
+    ) -> Vec<Change> {
+        reloads
+            .iter()
+            .filter_map(|r| {
+                let facts = self.configs.get(&r.config).map(|e| &e.facts)?;
+                let peers = self
+                    .candidates(&r.config)
+                    .into_iter()
+                    .filter(|w| w != key)
+                    .filter_map(|w| {
+                        let state = self.workloads.get(&w)?;
+                        let decision = decide_pair(&state.summary, &r.config, facts, settings);
+                        if !matches!(decision, ReloadDecision::Reload { .. }) {
+                            return None;
+                        }
+                        let rollout = if timed_out(&w) { RolloutState::Failed } else { state.summary.rollout };
+                        let runs_current = self.runs_current(state, &r.config);
+                        Some(Peer { wave: state.summary.annotations.gates.wave, rollout, runs_current, key: w })
+                    })
+                    .collect();
+                let (hold_id, released) = (hold_id(&facts.record_hash), facts.released);
+                Some(Change { resource: r.config.clone(), hold_id, released, peers })
+            })
+            .collect()
+    }
+
+    /// Whether a workload was last rolled (or recorded) with `config`'s current content, whole or the view of
+    /// the keys it reads, in any of the forms a plan recognises. Nothing known counts as current: a workload the
+    /// index knows nothing about must not block a wave.
+    fn runs_current(&self, state: &WorkloadState, config: &ConfigKey) -> bool {
+        let Some(facts) = self.configs.get(config).map(|e| &e.facts) else { return true };
+        let pair = (config.kind, config.name.clone());
+        let applied = state
+            .pending
+            .get(&pair)
+            .or_else(|| state.persisted.as_ref().unwrap_or(&state.summary.applied_hashes).get(&pair))
+            .copied()
+            .or_else(|| template_record(&state.summary, &pair, None))
+            .or_else(|| state.assumed.get(&pair).copied());
+        let Some(h) = applied else { return true };
+        let key = self.hash_key.as_ref();
+        let forms = |plain: crate::hash::ContentHash, sealed| {
+            h == plain || h == sealed || key.is_some_and(|k| h == plain.sealed(k.bytes()))
+        };
+        forms(facts.hash, facts.record_hash)
+            || self.views.get(config).into_iter().flatten().any(|v| forms(v.hash, v.record_hash))
+    }
+}
