@@ -117,20 +117,6 @@ async fn explains_which_workloads_a_configmap_or_secret_change_would_roll() {
     assert!(out.contains("not found: decisions below assume it has no ignore/match annotation"), "{out}");
 }
 
-/// Runs `reloader <flags> explain <target> -n <ns> <after…>`: (success, stdout, stderr).
-fn explain_with(ns: &TestNamespace, flags: &[&str], target: &str, after: &[&str]) -> (bool, String, String) {
-    let kubeconfig = std::env::var(testenv::harness::KUBECONFIG_ENV).expect("test kubeconfig");
-    let out = Command::new(env!("CARGO_BIN_EXE_reloader"))
-        .args(flags)
-        .args(["explain", target, "-n", &ns.name])
-        .args(after)
-        .env("KUBECONFIG", kubeconfig)
-        .output()
-        .expect("run reloader explain");
-    let text = |b: Vec<u8>| String::from_utf8_lossy(&b).into_owned();
-    (out.status.success(), text(out.stdout), text(out.stderr))
-}
-
 fn json_of(out: &str) -> Value {
     serde_json::from_str(out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"))
 }

@@ -103,6 +103,25 @@ fn upstream_values_render_upstream_flags() {
 }
 
 #[test]
+fn added_values_render_their_flags_and_defaults_render_none() {
+    let set = ["--set", "reloader.reloadOn=keys-used", "--set", "reloader.rollouts.maxConcurrent=10"];
+    let more = ["--set", "reloader.rollouts.timeout=15m", "--set", "reloader.rollouts.haltOnFailure=true"];
+    let extra: Vec<&str> = set.iter().chain(more.iter()).copied().collect();
+    let (args, _) = container_command(&template("reloader", "reloader", &extra), "reloader", "pod");
+    for flag in [
+        "--reload-on=keys-used",
+        "--max-concurrent-rollouts=10",
+        "--rollout-timeout=15m",
+        "--halt-on-failed-rollout=true",
+    ] {
+        assert!(args.iter().any(|a| a == flag), "missing {flag} in {args:?}");
+    }
+    let (defaults, _) = container_command(&template("reloader", "reloader", &[]), "reloader", "pod");
+    let added = ["--reload-on", "--max-concurrent-rollouts", "--rollout-timeout", "--halt-on-failed-rollout"];
+    assert!(!defaults.iter().any(|a| added.iter().any(|f| a.starts_with(f))), "{defaults:?}");
+}
+
+#[test]
 fn broken_installs_fail_at_render_time_with_the_reason() {
     let cases: [(&[&str], &str); 6] = [
         (

@@ -142,6 +142,13 @@ async fn a_failed_rollout_halts_the_others_until_the_next_change() {
         assert!(note.contains(&format!("failed on Deployment {}/{failed}", ns.name)), "{note}");
         assert_eq!(held[0].type_.as_deref(), Some("Warning"));
     }
+    let (ok, out, err) = explain_with(&ns, &["--halt-on-failed-rollout=true"], &format!("deploy/{}", others[0]), &[]);
+    assert!(ok, "{err}");
+    let held = format!(
+        "  waits: held: the rollout of this change of Secret {}/ca failed on Deployment {}/{failed}",
+        ns.name, ns.name
+    );
+    assert!(out.contains(&held), "{out}");
     let on_secret = events(&ns, "ca", "RolloutHalted").await;
     assert_eq!(on_secret.len(), 1, "one Warning Event on the Secret");
     let note = on_secret[0].note.clone().unwrap_or_default();
@@ -232,6 +239,12 @@ async fn a_window_defers_a_change_across_a_restart_and_rolls_it_once_when_it_ope
     let deferred = events(&ns, "web", "ReloadDeferred").await;
     assert_eq!(deferred.len(), 1, "one Event");
     assert!(deferred[0].note.clone().unwrap_or_default().contains(&format!("opens at {opens}")), "{deferred:?}");
+    let (ok, out, err) = explain_with(&ns, &[], "deploy/web", &[]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains(&format!("  waits: outside its reload window \"{window}\"; rolls when it opens at {opens}")),
+        "{out}"
+    );
 
     // The controller goes away; the content changes again while it is down; a new one still waits.
     reloader.kill();

@@ -137,3 +137,17 @@ impl Drop for Reloader {
         }
     }
 }
+
+/// Runs `reloader <flags> explain <target> -n <ns> <after…>` once: (success, stdout, stderr).
+pub fn explain_with(ns: &super::TestNamespace, flags: &[&str], target: &str, after: &[&str]) -> (bool, String, String) {
+    let kubeconfig = testenv::harness::kubeconfig_path();
+    let out = Command::new(env!("CARGO_BIN_EXE_reloader"))
+        .args(flags)
+        .args(["explain", target, "-n", &ns.name])
+        .args(after)
+        .env("KUBECONFIG", kubeconfig)
+        .output()
+        .expect("run reloader explain");
+    let text = |b: Vec<u8>| String::from_utf8_lossy(&b).into_owned();
+    (out.status.success(), text(out.stdout), text(out.stderr))
+}

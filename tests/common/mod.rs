@@ -10,8 +10,8 @@ pub mod custom;
 pub mod rbac;
 mod receiver;
 
-#[allow(unused_imports)] // tests/explain.rs runs the binary its own way
-pub use binary::Reloader;
+#[allow(unused_imports)] // not every test binary starts the controller or runs explain
+pub use binary::{Reloader, explain_with};
 #[allow(unused_imports)] // not every test binary receives webhooks
 pub use receiver::{Answer, Received, Receiver};
 

@@ -96,6 +96,20 @@ the flag is dropped and Reloader keeps reloading (NOTES.txt warns). */}}
 {{- with $r.coalesceWindow }}
 - "--coalesce-window={{ . }}"
 {{- end }}
+{{- with $r.reloadOn }}
+- "--reload-on={{ . }}"
+{{- end }}
+{{- with $r.rollouts }}
+{{- if .maxConcurrent }}
+- "--max-concurrent-rollouts={{ .maxConcurrent }}"
+{{- end }}
+{{- with .timeout }}
+- "--rollout-timeout={{ . }}"
+{{- end }}
+{{- if .haltOnFailure }}
+- "--halt-on-failed-rollout=true"
+{{- end }}
+{{- end }}
 {{- range $r.extraArgs }}
 - {{ . | quote }}
 {{- end }}
