@@ -167,8 +167,8 @@ pub struct Args {
     #[arg(long, env = "RELOADER_COALESCE_QUIET", default_value = "200ms", value_parser = parse_duration)]
     pub coalesce_quiet: Duration,
 
-    /// At most this many workloads are in the middle of a rollout this controller started (Deployments,
-    /// StatefulSets, DaemonSets, counted from the template write until their status shows the rollout complete);
+    /// At most this many workloads are in the middle of a rollout this controller started (every kind but
+    /// CronJobs and Jobs, counted from the template write until their status shows the rollout complete);
     /// the others wait their turn and roll once, with the latest content. 0: unlimited.
     #[arg(long, env = "RELOADER_MAX_CONCURRENT_ROLLOUTS", default_value_t = 0)]
     pub max_concurrent_rollouts: usize,

@@ -3,8 +3,8 @@
 //! is complete ([`RolloutState`]: seen in progress first, so a status from before the write does not count), or
 //! until `--rollout-timeout`. Workloads over the budget wait, level-triggered as ever: when a slot frees, the
 //! oldest waiting one is queued again and plans anew (a workload whose content changed again while waiting rolls
-//! once, with the latest content). Kinds whose rollouts are not tracked (CronJob, Job, Argo Rollout,
-//! DeploymentConfig) are not counted.
+//! once, with the latest content). CronJobs and Jobs are not counted (a run is new pods, not a rollout).
+//! StatefulSets, DaemonSets, Argo Rollouts and DeploymentConfigs are, by their own status fields.
 //!
 //! Rollouts are tracked whatever the limit (a map entry per rolling workload): one still in progress after
 //! `--rollout-timeout` counts as failed for the health gate (`crate::gates`) until it completes or is written

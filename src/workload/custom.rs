@@ -22,6 +22,48 @@ pub struct TemplateSpec {
     /// The pod template.
     #[serde(default)]
     pub template: Option<PodTemplateSpec>,
+    /// Desired replicas (the restart budget compares the status with it).
+    #[serde(default)]
+    pub replicas: Option<i32>,
+}
+
+/// `status` of a custom workload: only what tells whether a rollout is complete (the restart budget, the health
+/// gate). Argo Rollouts write `observedGeneration` as a string, DeploymentConfigs as a number.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RolloutStatus {
+    /// Argo: `Healthy`, `Progressing`, `Paused`, `Degraded`.
+    #[serde(default)]
+    pub phase: Option<String>,
+    /// The generation the workload's controller has acted on.
+    #[serde(default)]
+    pub observed_generation: Option<Value>,
+    /// Pods.
+    #[serde(default)]
+    pub replicas: Option<i32>,
+    /// Pods of the current template.
+    #[serde(default)]
+    pub updated_replicas: Option<i32>,
+    /// Available pods.
+    #[serde(default)]
+    pub available_replicas: Option<i32>,
+    /// Conditions (type, status, reason only).
+    #[serde(default)]
+    pub conditions: Vec<StatusCondition>,
+}
+
+/// One status condition.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+pub struct StatusCondition {
+    /// `Progressing`, `Available`, …
+    #[serde(rename = "type", default)]
+    pub type_: String,
+    /// `True`, `False`, `Unknown`.
+    #[serde(default)]
+    pub status: String,
+    /// Why.
+    #[serde(default)]
+    pub reason: Option<String>,
 }
 
 /// Declares a slim namespaced custom workload type.
@@ -32,9 +74,12 @@ macro_rules! custom_workload {
         pub struct $name {
             /// Object metadata.
             pub metadata: ObjectMeta,
-            /// Spec (template only).
+            /// Spec (template and replicas only).
             #[serde(default)]
             pub spec: Option<TemplateSpec>,
+            /// Status (what tells a rollout's progress only).
+            #[serde(default)]
+            pub status: Option<RolloutStatus>,
         }
 
         impl_namespaced_resource!($name, $group, $version, $plural);
@@ -90,6 +135,10 @@ impl super::WorkloadObject for Rollout {
     fn pod_template(&self) -> Option<&PodTemplateSpec> {
         self.spec.as_ref()?.template.as_ref()
     }
+
+    fn rollout(&self) -> super::RolloutState {
+        super::rollout::argo_rollout(self.metadata.generation, self.status.as_ref())
+    }
 }
 
 impl super::WorkloadObject for DeploymentConfig {
@@ -97,5 +146,10 @@ impl super::WorkloadObject for DeploymentConfig {
 
     fn pod_template(&self) -> Option<&PodTemplateSpec> {
         self.spec.as_ref()?.template.as_ref()
+    }
+
+    fn rollout(&self) -> super::RolloutState {
+        let desired = self.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+        super::rollout::deployment_config(self.metadata.generation, desired, self.status.as_ref())
     }
 }

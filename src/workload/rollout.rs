@@ -4,7 +4,7 @@
 /// A workload's rollout, as its status tells.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum RolloutState {
-    /// A kind whose rollouts are not tracked (CronJob, Job, Argo Rollout, DeploymentConfig).
+    /// A kind whose rollouts are not tracked (CronJob, Job: each run is new pods, not a rollout).
     #[default]
     Untracked,
     /// The controller of the kind has seen the current template and every replica runs it, available.
@@ -53,6 +53,44 @@ pub fn daemonset(d: &k8s_openapi::api::apps::v1::DaemonSet) -> RolloutState {
     complete(d.metadata.generation, status.observed_generation, [counts[0], counts[1], true])
 }
 
+/// An Argo Rollout: `Degraded` (its progress deadline passed, or it was aborted) failed; `Healthy` with
+/// `observedGeneration` (a string) equal to the generation complete; anything else (`Progressing`, `Paused` at
+/// a canary step) in progress.
+pub fn argo_rollout(generation: Option<i64>, status: Option<&super::custom::RolloutStatus>) -> RolloutState {
+    let Some(status) = status else { return RolloutState::InProgress };
+    let observed = match &status.observed_generation {
+        Some(serde_json::Value::String(s)) => s.parse::<i64>().ok(),
+        Some(serde_json::Value::Number(n)) => n.as_i64(),
+        _ => None,
+    };
+    match status.phase.as_deref() {
+        Some("Degraded") => RolloutState::Failed,
+        Some("Healthy") if observed.unwrap_or(0) >= generation.unwrap_or(0) => RolloutState::Complete,
+        _ => RolloutState::InProgress,
+    }
+}
+
+/// An OpenShift DeploymentConfig: as a Deployment — `ProgressDeadlineExceeded` failed; observed, and every
+/// replica updated and available, complete.
+pub fn deployment_config(
+    generation: Option<i64>,
+    desired: i32,
+    status: Option<&super::custom::RolloutStatus>,
+) -> RolloutState {
+    let Some(status) = status else { return RolloutState::InProgress };
+    let observed = status.observed_generation.as_ref().and_then(serde_json::Value::as_i64);
+    let deadline_exceeded = status.conditions.iter().any(|c| {
+        c.type_ == "Progressing"
+            && c.status == "False"
+            && c.reason.as_deref() == Some(crate::constants::PROGRESS_DEADLINE_EXCEEDED)
+    });
+    if deadline_exceeded && observed.unwrap_or(0) >= generation.unwrap_or(0) {
+        return RolloutState::Failed;
+    }
+    let counts = [status.updated_replicas, status.available_replicas, status.replicas];
+    complete(generation, observed, counts.map(|c| c.unwrap_or(0) == desired))
+}
+
 fn complete(generation: Option<i64>, observed: Option<i64>, checks: [bool; 3]) -> RolloutState {
     let observed = observed.unwrap_or(0) >= generation.unwrap_or(0);
     if observed && checks.iter().all(|c| *c) { RolloutState::Complete } else { RolloutState::InProgress }
@@ -90,6 +128,27 @@ mod tests {
         assert_eq!(deployment(&object::<Deployment>(3, spec.clone(), stuck.clone())), RolloutState::Failed);
         // The template written after the failure is not observed yet: its rollout has not failed.
         assert_eq!(deployment(&object::<Deployment>(4, spec, stuck)), RolloutState::InProgress);
+    }
+
+    #[test]
+    fn argo_rollouts_and_deployment_configs_read_their_own_fields() {
+        use crate::workload::custom::RolloutStatus;
+        let status = |v: serde_json::Value| serde_json::from_value::<RolloutStatus>(v).expect("status");
+        let healthy = status(json!({"phase": "Healthy", "observedGeneration": "4"}));
+        assert_eq!(argo_rollout(Some(4), Some(&healthy)), RolloutState::Complete);
+        assert_eq!(argo_rollout(Some(5), Some(&healthy)), RolloutState::InProgress, "new template not observed");
+        let paused = status(json!({"phase": "Paused", "observedGeneration": "4"}));
+        assert_eq!(argo_rollout(Some(4), Some(&paused)), RolloutState::InProgress, "at a canary step");
+        let degraded = status(json!({"phase": "Degraded", "observedGeneration": "4"}));
+        assert_eq!(argo_rollout(Some(4), Some(&degraded)), RolloutState::Failed);
+        let done =
+            status(json!({"observedGeneration": 7, "replicas": 2, "updatedReplicas": 2, "availableReplicas": 2}));
+        assert_eq!(deployment_config(Some(7), 2, Some(&done)), RolloutState::Complete);
+        assert_eq!(deployment_config(Some(8), 2, Some(&done)), RolloutState::InProgress);
+        let stuck =
+            status(json!({"observedGeneration": 7, "replicas": 3, "updatedReplicas": 1, "availableReplicas": 2,
+            "conditions": [{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded"}]}));
+        assert_eq!(deployment_config(Some(7), 2, Some(&stuck)), RolloutState::Failed);
     }
 
     #[test]
