@@ -104,26 +104,39 @@ fn upstream_values_render_upstream_flags() {
 
 #[test]
 fn added_values_render_their_flags_and_defaults_render_none() {
-    let set = ["--set", "reloader.reloadOn=keys-used", "--set", "reloader.rollouts.maxConcurrent=10"];
-    let more = ["--set", "reloader.rollouts.timeout=15m", "--set", "reloader.rollouts.haltOnFailure=true"];
-    let extra: Vec<&str> = set.iter().chain(more.iter()).copied().collect();
-    let (args, _) = container_command(&template("reloader", "reloader", &extra), "reloader", "pod");
-    for flag in [
+    let values = [
+        "reloader.reloadOn=keys-used",
+        "reloader.rollouts.maxConcurrent=10",
+        "reloader.rollouts.timeout=15m",
+        "reloader.rollouts.haltOnFailure=true",
+        "reloader.rollouts.namespaceWindows=true",
+    ];
+    let extra = ["--set", &values.join(",")];
+    let objects = template("reloader", "reloader", &extra);
+    let (args, _) = container_command(&objects, "reloader", "pod");
+    let flags = [
         "--reload-on=keys-used",
         "--max-concurrent-rollouts=10",
         "--rollout-timeout=15m",
         "--halt-on-failed-rollout=true",
-    ] {
+        "--namespace-reload-windows=true",
+    ];
+    for flag in flags {
         assert!(args.iter().any(|a| a == flag), "missing {flag} in {args:?}");
     }
+    let rules = find(&objects, "ClusterRole", None)["rules"].clone();
+    let namespaces = json!({"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list", "watch"]});
+    assert!(rules.as_array().is_some_and(|r| r.contains(&namespaces)), "namespace windows read namespaces: {rules}");
     let (defaults, _) = container_command(&template("reloader", "reloader", &[]), "reloader", "pod");
-    let added = ["--reload-on", "--max-concurrent-rollouts", "--rollout-timeout", "--halt-on-failed-rollout"];
-    assert!(!defaults.iter().any(|a| added.iter().any(|f| a.starts_with(f))), "{defaults:?}");
+    assert!(
+        !defaults.iter().any(|a| flags.iter().any(|f| a.starts_with(f.split('=').next().unwrap_or(f)))),
+        "{defaults:?}"
+    );
 }
 
 #[test]
 fn broken_installs_fail_at_render_time_with_the_reason() {
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 7] = [
         (
             &["--set", "reloader.ignoreSecrets=true", "--set", "reloader.ignoreConfigMaps=true"],
             "reloader.ignoreSecrets and reloader.ignoreConfigMaps are both true",
@@ -139,6 +152,10 @@ fn broken_installs_fail_at_render_time_with_the_reason() {
         (
             &["--set", "reloader.watchGlobally=false", "--set", "reloader.namespaceSelector=team=a"],
             "only apply when reloader.watchGlobally=true",
+        ),
+        (
+            &["--set", "reloader.watchGlobally=false", "--set", "reloader.rollouts.namespaceWindows=true"],
+            "reloader.rollouts.namespaceWindows needs reloader.watchGlobally=true",
         ),
         (&["--set", "reloader.reloadStrategy=rolling"], "value must be one of 'default', 'env-vars', 'annotations'"),
         (&["--set", "reloader.custom_annotations.confgmap=x"], "additional properties 'confgmap' not allowed"),

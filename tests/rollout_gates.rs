@@ -263,3 +263,87 @@ async fn a_window_defers_a_change_across_a_restart_and_rolls_it_once_when_it_ope
     assert!(jiff::Timestamp::now() >= opens, "not before it opened");
     Kind::Deployment.stays_at_revisions(&ns, "web", 2).await;
 }
+
+#[tokio::test]
+async fn a_held_change_is_released_by_its_hold_id_and_alerted() {
+    if std::env::var_os("TESTENV_BIN_DIR").is_none() {
+        eprintln!(
+            "skipped: needs the local plane's KWOK rule for unready pods (testenv/build.sh), not on an external cluster"
+        );
+        return;
+    }
+    let ns = TestNamespace::create("release").await;
+    create_secret(&ns, "ca", &[("ca.crt", "v1")], &[]).await;
+    let bad = secret_hash(&[("ca.crt", "v2-bad")]);
+    let labels = json!({ UNREADY_LABEL: bad });
+    let auto = json!({"reloader.stakater.com/auto": "true"});
+    deployment(&ns, "first", auto.clone(), labels.clone(), pause_pod(volume_secret("ca"))).await;
+    // The second opts in by annotation (no flag), and waits for the first by its wave.
+    let mut second = auto;
+    second["reloader.stakater.com/rollout-wave"] = json!("1");
+    second["reloader.stakater.com/halt-on-failed-rollout"] = json!("true");
+    deployment(&ns, "second", second, labels, pause_pod(volume_secret("ca"))).await;
+    let receiver = Receiver::start(Answer::Ok).await;
+    let env = [("ALERT_ON_RELOAD", "true"), ("ALERT_SINK", "webhook"), ("ALERT_WEBHOOK_URL", receiver.url.as_str())];
+    let _reloader = Reloader::start_with_env(&ns.name, &[], &env).await;
+    wait_recorded(&ns, &["first".to_owned(), "second".to_owned()]).await;
+
+    set_secret_value(&ns, "ca", "ca.crt", "v2-bad").await;
+    // The first rolls (one alert) and fails; the second is held (one alert naming the hold id).
+    let requests = receiver.wait_requests(2).await;
+    let halted: Vec<&Received> = requests.iter().filter(|r| r.body.contains("failed on")).collect();
+    assert_eq!(halted.len(), 1, "{requests:?}");
+    let body = &halted[0].body;
+    assert!(
+        body.contains(&format!(
+            "the rollout of the change of Secret {}/ca failed on Deployment {}/first",
+            ns.name, ns.name
+        )),
+        "{body}"
+    );
+    let hold_id: String = body.split("release-hold=").nth(1).unwrap_or_default().chars().take(12).collect();
+    assert_eq!(hold_id.len(), 12, "{body}");
+    assert!(!body.contains(&bad) && !body.contains("v2-bad"), "no content or plain hash: {body}");
+    assert_eq!(Kind::Deployment.env(&ns, "second", "app", "STAKATER_CA_SECRET").await, None, "held");
+
+    // Released: the second rolls the same content, knowingly.
+    let patch = json!({"metadata": {"annotations": {"reloader.stakater.com/release-hold": hold_id}}});
+    let secrets = ns.api::<k8s_openapi::api::core::v1::Secret>();
+    secrets.patch("ca", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&patch)).await.expect("annotate");
+    wait_for("the released change to roll the second", Duration::from_secs(60), || async {
+        let value = Kind::Deployment.env(&ns, "second", "app", "STAKATER_CA_SECRET").await;
+        if value.as_deref() == Some(bad.as_str()) { Ok(()) } else { Err(format!("{value:?}")) }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_namespace_window_applies_to_its_workloads_and_lifting_it_rolls_what_waited() {
+    let ns = TestNamespace::create("ns-window").await;
+    create_configmap(&ns, "cfg", &[("k", "v1")], &[]).await;
+    // A window that opens hours from now: closed for the whole test.
+    let opens = jiff::Timestamp::now() + jiff::SignedDuration::from_hours(3);
+    let window = format!("* {}-{} UTC", hh_mm(opens), hh_mm(opens + jiff::SignedDuration::from_hours(1)));
+    let namespaces = kube::Api::<k8s_openapi::api::core::v1::Namespace>::all(testenv::harness::client().await);
+    let annotate = |value: Value| json!({"metadata": {"annotations": {"reloader.stakater.com/reload-window": value}}});
+    let pp = kube::api::PatchParams::default();
+    namespaces.patch(&ns.name, &pp, &kube::api::Patch::Merge(&annotate(json!(window)))).await.expect("annotate");
+    Kind::Deployment
+        .create(&ns, "web", json!({"reloader.stakater.com/auto": "true"}), json!({}), env_from_configmap("cfg"))
+        .await;
+    let reloader = Reloader::start(&ns.name, &["--namespace-reload-windows"]).await;
+    wait_recorded(&ns, &["web".to_owned()]).await;
+
+    set_configmap_data(&ns, "cfg", &[("k", "v2")]).await;
+    reloader.wait_log("outside its reload window").await;
+    Kind::Deployment.stays_at_revisions(&ns, "web", 1).await;
+    let (ok, out, err) = explain_with(&ns, &["--namespace-reload-windows=true"], "deploy/web", &[]);
+    assert!(ok, "{err}");
+    assert!(out.contains(&format!("  waits: outside its reload window \"{window}\"")), "{out}");
+
+    // The namespace's window is removed: what waited rolls now, once.
+    namespaces.patch(&ns.name, &pp, &kube::api::Patch::Merge(&annotate(Value::Null))).await.expect("remove");
+    Kind::Deployment.wait_revisions(&ns, "web", 2).await;
+    let v2 = configmap_hash(&[("k", "v2")]);
+    assert_eq!(Kind::Deployment.env(&ns, "web", "app", "STAKATER_CFG_CONFIGMAP").await.as_deref(), Some(v2.as_str()));
+}

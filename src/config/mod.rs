@@ -186,6 +186,12 @@ pub struct Args {
           default_value = "false", default_missing_value = "true", action = ArgAction::Set)]
     pub halt_on_failed_rollout: bool,
 
+    /// Read `reloader.stakater.com/reload-window` from namespaces too (needs `list`/`watch` on namespaces): a
+    /// workload without a window of its own follows its namespace's.
+    #[arg(long, env = "RELOADER_NAMESPACE_RELOAD_WINDOWS", value_parser = parse_bool, num_args = 0..=1,
+          default_value = "false", default_missing_value = "true", action = ArgAction::Set)]
+    pub namespace_reload_windows: bool,
+
     /// `<namespace>/<name>` of a Secret whose `key` entry (≥ 16 bytes) keys the Secret hashes written on
     /// workloads: `STAKATER_*_SECRET` values and `last-reloaded-from` hashes become HMAC-SHA1 digests (same shape)
     /// that reveal nothing about the Secret without the key. Switching it on, off or rotating it rolls nothing.

@@ -10,6 +10,7 @@ mod fallback;
 mod observe_csi;
 mod observe_failures;
 mod observe_trigger;
+mod observe_windows;
 mod observer;
 mod queue;
 mod read_views;

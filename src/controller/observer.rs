@@ -27,7 +27,7 @@ pub(super) struct Observer {
     pub(super) errored: Vec<bool>,
     pub(super) seen_configs: HashMap<usize, HashSet<ConfigKey>>,
     seen_workloads: HashMap<usize, HashSet<WorkloadKey>>,
-    seen_namespaces: HashMap<usize, HashSet<String>>,
+    pub(super) seen_namespaces: HashMap<usize, HashSet<String>>,
     /// Namespaces matching `--namespace-selector` (only consulted when it is set).
     selected: HashSet<String>,
     /// Every stream has listed once or failed: changes are acted on from now on.
@@ -148,7 +148,7 @@ impl Observer {
             Some(Source::Config(ConfigKind::ConfigMap)) => "configmaps",
             Some(Source::Config(ConfigKind::Secret)) => "secrets",
             Some(Source::Config(ConfigKind::SecretProviderClass)) => "secretproviderclasspodstatuses",
-            Some(Source::Namespaces) => "namespaces",
+            Some(Source::Namespaces | Source::NamespaceWindows) => "namespaces",
             Some(Source::Workload(_) | Source::SecretProviderClasses) | None => return,
         };
         self.ctx.metrics.events_received.with_label_values(&[event, resource]).inc();
@@ -282,6 +282,9 @@ impl Observer {
                     info!("removed namespace from watch: {name}");
                 }
             }
+            Observed::NamespaceWindow { stream, name, value, listed } => {
+                self.namespace_window(stream, name, value, listed)
+            }
             Observed::Error { stream, code, message } => self.failed(stream, code, &message, now),
             Observed::Recovered(stream) => self.recovered(stream),
             Observed::FallbackListed { config, lists } => self.fallback_listed(config, lists, now),
@@ -341,6 +344,7 @@ impl Observer {
                 }
             }
             Source::Namespaces => self.selected.retain(|n| namespaces.contains(n)),
+            Source::NamespaceWindows => index.retain_namespace_windows(&namespaces),
             Source::SecretProviderClasses => {}
         }
     }

@@ -29,6 +29,7 @@ fn context() -> Arc<Context> {
             sources: vec![],
             resource_label_selector: None,
             namespace_selector: None,
+            namespace_windows: false,
         },
         namespaces_to_ignore: vec![],
         reload_on_create: false,

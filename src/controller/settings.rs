@@ -124,6 +124,7 @@ impl Settings {
                 sources,
                 resource_label_selector: scoping.resource_label_selector,
                 namespace_selector: scoping.namespace_selector,
+                namespace_windows: args.namespace_reload_windows,
             },
             namespaces_to_ignore: scoping.namespaces_to_ignore,
             reload_on_create: args.reload_on_create,

@@ -45,6 +45,22 @@ pub(super) fn namespace_stream(client: &Client, selector: &str, id: usize) -> Bo
     )
 }
 
+/// Namespaces' `reload-window` annotations as observations (`--namespace-reload-windows`).
+pub(super) fn namespace_window_stream(client: &Client, id: usize) -> BoxStream<'static, Observed> {
+    let api: Api<PartialObjectMeta<Namespace>> = Api::all(client.clone());
+    translate(
+        watcher(api, watcher::Config::default()).default_backoff(),
+        id,
+        move |ns: PartialObjectMeta<Namespace>, listed| {
+            let value = ns.annotations().get(crate::constants::annotation::RELOAD_WINDOW).cloned();
+            Some(Observed::NamespaceWindow { stream: id, name: ns.name_any(), value, listed })
+        },
+        move |ns: PartialObjectMeta<Namespace>| {
+            Some(Observed::NamespaceWindow { stream: id, name: ns.name_any(), value: None, listed: false })
+        },
+    )
+}
+
 pub(super) fn api<K>(client: &Client, namespace: &Option<String>) -> Api<K>
 where
     K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>,

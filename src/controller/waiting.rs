@@ -61,6 +61,11 @@ impl Waiting {
         out
     }
 
+    /// The workloads of `namespace` that wait.
+    pub(super) fn in_namespace(&self, namespace: &str) -> Vec<WorkloadKey> {
+        self.state().entries.keys().filter(|k| &*k.namespace == namespace).cloned().collect()
+    }
+
     /// The workload is gone.
     pub(super) fn forget(&self, key: &WorkloadKey) {
         self.state().entries.remove(key);

@@ -14,7 +14,7 @@ use kube::{Client, runtime::watcher};
 
 use super::streams::{
     DigestFn, FactsFn, ViewsFn, api, config_stream, configmap_facts, csi_class_stream, csi_status_stream,
-    guarded_workload_stream, namespace_stream, secret_facts, workload_stream,
+    guarded_workload_stream, namespace_stream, namespace_window_stream, secret_facts, workload_stream,
 };
 use crate::{
     annotations::AnnotationKeys,
@@ -38,6 +38,8 @@ pub enum Source {
     Workload(WorkloadKind),
     /// Namespaces matching `--namespace-selector`.
     Namespaces,
+    /// Namespaces' `reload-window` annotations (`--namespace-reload-windows`, issue 17).
+    NamespaceWindows,
     /// SecretProviderClass objects (for their `ignore`/`match` annotations); the class's content comes from
     /// `Config(SecretProviderClass)`, which watches SecretProviderClassPodStatuses.
     SecretProviderClasses,
@@ -53,7 +55,7 @@ impl Source {
                 "secretproviderclasspodstatuses.secrets-store.csi.x-k8s.io"
             }
             Self::SecretProviderClasses => "secretproviderclasses.secrets-store.csi.x-k8s.io",
-            Self::Namespaces => "namespaces",
+            Self::Namespaces | Self::NamespaceWindows => "namespaces",
             Self::Workload(kind) => kind.api_resource(),
         }
     }
@@ -65,6 +67,7 @@ impl Source {
             self,
             Self::Config(ConfigKind::SecretProviderClass)
                 | Self::SecretProviderClasses
+                | Self::NamespaceWindows
                 | Self::Workload(WorkloadKind::Rollout | WorkloadKind::DeploymentConfig)
         )
     }
@@ -122,6 +125,8 @@ pub enum Observed {
     NamespaceSelected { stream: usize, name: String, listed: bool },
     /// A namespace no longer matches (or was deleted).
     NamespaceDeselected(String),
+    /// A namespace's `reload-window` annotation (`None`: none, or the namespace was deleted).
+    NamespaceWindow { stream: usize, name: String, value: Option<String>, listed: bool },
     /// The watch failed; it retries with backoff. `code`: the API server's status code, if it answered.
     Error { stream: usize, code: Option<u16>, message: String },
     /// Stream `usize` delivered again after failing (its watch resumed or it relisted).
@@ -142,6 +147,8 @@ pub struct WatchPlan {
     pub resource_label_selector: Option<String>,
     /// `--namespace-selector`, applied by the API server to a Namespace watch.
     pub namespace_selector: Option<String>,
+    /// `--namespace-reload-windows`: watch namespaces' `reload-window` annotations.
+    pub namespace_windows: bool,
 }
 
 impl WatchPlan {
@@ -170,6 +177,10 @@ pub fn observe(
     if let Some(sel) = &plan.namespace_selector {
         infos.push(StreamInfo { source: Source::Namespaces, namespace: None });
         streams.push(namespace_stream(client, sel, 0));
+    }
+    if plan.namespace_windows {
+        streams.push(namespace_window_stream(client, infos.len()));
+        infos.push(StreamInfo { source: Source::NamespaceWindows, namespace: None });
     }
     add_sources(client, plan, sources, shared, &mut infos, &mut streams);
     (infos, streams)
@@ -241,7 +252,7 @@ pub fn add_sources(
                 Source::Workload(WorkloadKind::DeploymentConfig) => {
                     guarded_workload_stream::<DeploymentConfig>(api(client, &ns), id, keys)
                 }
-                Source::Namespaces => continue,
+                Source::Namespaces | Source::NamespaceWindows => continue,
             };
             infos.push(StreamInfo { source, namespace: ns.clone() });
             streams.push(stream);

@@ -50,7 +50,11 @@ pub async fn workload(
         WorkloadKind::Rollout => get_workload::<Rollout>(client, namespace, &name, keys).await?,
         WorkloadKind::DeploymentConfig => get_workload::<DeploymentConfig>(client, namespace, &name, keys).await?,
     };
-    let (key, summary) = found.ok_or_else(|| ExplainError::Target(format!("{namespace}/{name} has no namespace")))?;
+    let (key, mut summary) =
+        found.ok_or_else(|| ExplainError::Target(format!("{namespace}/{name} has no namespace")))?;
+    if settings.watch.namespace_windows && summary.annotations.gates.window.is_none() {
+        summary.annotations.gates.window = namespace_window(client, namespace).await?;
+    }
     let watched = settings.watch.config_kinds();
     // Only what the controller would see: the watched kinds, filtered by `--resource-label-selector`.
     let params = match &settings.watch.resource_label_selector {
@@ -195,6 +199,20 @@ fn optional_on(settings: &Settings, source: Source) -> bool {
 
 /// Why the controller does not act on changes in `namespace` (as the observer decides: scope, then
 /// `--namespaces-to-ignore`, then `--namespace-selector` evaluated by the API server).
+/// The namespace's reload window (`--namespace-reload-windows`); an invalid one is none, as for the controller.
+async fn namespace_window(
+    client: &Client,
+    namespace: &str,
+) -> Result<Option<crate::window::ReloadWindow>, ExplainError> {
+    let ns = Api::<Namespace>::all(client.clone())
+        .get_metadata_opt(namespace)
+        .await
+        .map_err(|source| ExplainError::Api { what: format!("reading namespace {namespace}"), source })?;
+    let value =
+        ns.as_ref().and_then(|n| n.metadata.annotations.as_ref()?.get(crate::constants::annotation::RELOAD_WINDOW));
+    Ok(value.and_then(|v| crate::window::ReloadWindow::parse(v).ok()))
+}
+
 pub(crate) async fn namespace_inactive(
     client: &Client,
     namespace: &str,

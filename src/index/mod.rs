@@ -161,6 +161,8 @@ pub struct Index {
     keys_used_default: bool,
     /// The last few content changes of recently changed resources, with the keys they touched.
     recent: changes::RecentChanges,
+    /// Namespaces' reload windows (`--namespace-reload-windows`).
+    namespace_windows: HashMap<String, crate::window::ReloadWindow>,
     /// Resource streams that have not completed a list yet (kind, namespace or all): the index does not know
     /// all resources of that kind there, so plans keep what the object records for them.
     unlisted_config_sources: HashSet<(ConfigKind, Option<String>)>,
@@ -317,9 +319,26 @@ impl Index {
         }
     }
 
-    /// A workload's rollout gates (issue 17).
+    /// A workload's rollout gates (issue 17); without a window of its own, its namespace's.
     pub fn workload_gates(&self, key: &WorkloadKey) -> Option<crate::gates::RolloutGates> {
-        self.workloads.get(key).map(|s| s.summary.annotations.gates.clone())
+        let mut gates = self.workloads.get(key).map(|s| s.summary.annotations.gates.clone())?;
+        if gates.window.is_none() {
+            gates.window = self.namespace_windows.get(&*key.namespace).cloned();
+        }
+        Some(gates)
+    }
+
+    /// Sets (or with `None` clears) a namespace's reload window; true when it changed.
+    pub fn set_namespace_window(&mut self, namespace: &str, window: Option<crate::window::ReloadWindow>) -> bool {
+        match window {
+            Some(w) => self.namespace_windows.insert(namespace.to_owned(), w.clone()).is_none_or(|old| old != w),
+            None => self.namespace_windows.remove(namespace).is_some(),
+        }
+    }
+
+    /// Forgets the windows of namespaces a relist no longer showed.
+    pub fn retain_namespace_windows(&mut self, namespaces: &HashSet<String>) {
+        self.namespace_windows.retain(|ns, _| namespaces.contains(ns));
     }
 
     /// Its rollout, as its status last said.

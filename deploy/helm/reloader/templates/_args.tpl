@@ -109,6 +109,9 @@ the flag is dropped and Reloader keeps reloading (NOTES.txt warns). */}}
 {{- if .haltOnFailure }}
 - "--halt-on-failed-rollout=true"
 {{- end }}
+{{- if .namespaceWindows }}
+- "--namespace-reload-windows=true"
+{{- end }}
 {{- end }}
 {{- range $r.extraArgs }}
 - {{ . | quote }}

@@ -119,6 +119,9 @@ reloader.namespaces (a list or a comma-separated string). Empty unless scoped mo
 {{- if and (not $r.watchGlobally) (or $r.ignoreNamespaces $r.namespaceSelector) -}}
 {{- fail "reloader.ignoreNamespaces and reloader.namespaceSelector only apply when reloader.watchGlobally=true (upstream ignores them silently otherwise)." -}}
 {{- end -}}
+{{- if and (not $r.watchGlobally) $r.rollouts.namespaceWindows -}}
+{{- fail "reloader.rollouts.namespaceWindows needs reloader.watchGlobally=true (namespaces are read cluster-wide)." -}}
+{{- end -}}
 {{- end -}}
 
 {{/* The rules the controller needs, for a ClusterRole (cluster=true) or a namespace's Role. Only the verbs the
@@ -136,7 +139,7 @@ Jobs/CronJobs/Rollouts/DeploymentConfigs fresh before rewriting them, and writes
   resources: [secrets]
   verbs: [list, watch]
 {{- end }}
-{{- if and .cluster $r.namespaceSelector }}
+{{- if and .cluster (or $r.namespaceSelector $r.rollouts.namespaceWindows) }}
 - apiGroups: [""]
   resources: [namespaces]
   verbs: [list, watch]
