@@ -194,12 +194,15 @@ async fn lower_waves_complete_before_higher_ones_start() {
     // Sampled: a wave's template is never written before the lower wave's rollout is complete.
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
+        // Higher waves are read first: a lower wave's completion, once true, stays true, so a written higher
+        // wave read before it proves the order (reading the other way round races a wave completing in between).
         let mut state = Vec::new();
-        for name in &names {
+        for name in names.iter().rev() {
             let written = Kind::Deployment.env(&ns, name, "app", "STAKATER_SHARED_CONFIGMAP").await.as_deref()
                 == Some(new.as_str());
             state.push((written, written && deployment_status(&ns, name).await.0));
         }
+        state.reverse();
         for pair in state.windows(2) {
             assert!(!pair[1].0 || pair[0].1, "a higher wave started before the lower one completed: {state:?}");
         }

@@ -254,7 +254,7 @@ impl Observer {
             }
             Observed::WorkloadDeleted(key) => {
                 self.ctx.index().delete_workload(&key);
-                self.ctx.waiting.forget(&key);
+                self.ctx.waiting.forget(&key, &self.ctx.metrics.waiting);
                 for waiter in self.ctx.waiting.to_wake(now, Some(&key)) {
                     self.enqueue(waiter, now, Lane::Change);
                 }

@@ -19,6 +19,9 @@ use crate::{
     workload::WorkloadKey,
 };
 
+/// Held changes remembered as announced, at most.
+const ANNOUNCED_LIMIT: usize = 4096;
+
 struct Entry {
     wait: Wait,
     /// When to plan it again by itself (a window opening).
@@ -67,8 +70,10 @@ impl Waiting {
     }
 
     /// The workload is gone.
-    pub(super) fn forget(&self, key: &WorkloadKey) {
-        self.state().entries.remove(key);
+    pub(super) fn forget(&self, key: &WorkloadKey, gauge: &prometheus::IntGaugeVec) {
+        if self.state().entries.remove(key).is_some() {
+            self.report(gauge);
+        }
     }
 
     /// Sets `reloader_waiting_workloads{reason}`.
@@ -100,6 +105,8 @@ pub(super) fn check(ctx: &Context, key: &WorkloadKey, reloads: &[PlannedReload],
         if let Some(entry) = state.entries.remove(key) {
             info!(namespace = %key.namespace, workload = %key.name, kind = %key.kind, was = entry.wait.label(),
                   "{} '{}' in namespace '{}' no longer waits", key.kind, key.name, key.namespace);
+            drop(state);
+            ctx.waiting.report(&ctx.metrics.waiting);
         }
         return None;
     };
@@ -111,6 +118,10 @@ pub(super) fn check(ctx: &Context, key: &WorkloadKey, reloads: &[PlannedReload],
         _ => None,
     };
     let new = state.entries.get(key).is_none_or(|e| e.wait != wait);
+    if state.announced.len() >= ANNOUNCED_LIMIT {
+        // Bounded: forgetting only means a long-held change may be announced once more.
+        state.announced.clear();
+    }
     if let Wait::Held { resource, hold_id, failed } = &wait
         && state.announced.insert((resource.clone(), hold_id.clone()))
     {
