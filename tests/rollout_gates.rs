@@ -226,9 +226,10 @@ fn hh_mm(t: jiff::Timestamp) -> String {
 async fn a_window_defers_a_change_across_a_restart_and_rolls_it_once_when_it_opens() {
     let ns = TestNamespace::create("window").await;
     create_configmap(&ns, "cfg", &[("k", "v1")], &[]).await;
-    // Opens at the first whole minute at least 40 s from now (the minute boundary is the window's grain).
+    // Opens at the first whole minute at least 60 s from now (the minute boundary is the window's grain); the
+    // steps before it opens take a few seconds, 60 leaves room for a loaded machine.
     let now = jiff::Timestamp::now();
-    let opens = jiff::Timestamp::from_second((now.as_second() + 40 + 59) / 60 * 60).expect("time");
+    let opens = jiff::Timestamp::from_second((now.as_second() + 60 + 59) / 60 * 60).expect("time");
     let window = format!("* {}-{} UTC", hh_mm(opens), hh_mm(opens + jiff::SignedDuration::from_mins(30)));
     let annotations = json!({"reloader.stakater.com/auto": "true", "reloader.stakater.com/reload-window": window});
     Kind::Deployment.create(&ns, "web", annotations, json!({}), env_from_configmap("cfg")).await;
