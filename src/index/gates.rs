@@ -3,6 +3,8 @@
 //! its current content. Read from the index alone, so the answer is the same after a restart (level-triggered:
 //! a held change stays held while the failed workload stays failed and records that content).
 
+use std::collections::HashSet;
+
 use super::{ConfigKey, Index, PlannedReload, WorkloadState, decide_pair, plan::template_record};
 use crate::{
     decision::{DecisionSettings, ReloadDecision},
@@ -11,6 +13,33 @@ use crate::{
 };
 
 impl Index {
+    /// A workload's rollout gates (issue 17); without a window of its own, its namespace's.
+    pub fn workload_gates(&self, key: &WorkloadKey) -> Option<crate::gates::RolloutGates> {
+        let mut gates = self.workloads.get(key).map(|s| s.summary.annotations.gates.clone())?;
+        if gates.window.is_none() {
+            gates.window = self.namespace_windows.get(&*key.namespace).cloned();
+        }
+        Some(gates)
+    }
+
+    /// Sets (or with `None` clears) a namespace's reload window; true when it changed.
+    pub fn set_namespace_window(&mut self, namespace: &str, window: Option<crate::window::ReloadWindow>) -> bool {
+        match window {
+            Some(w) => self.namespace_windows.insert(namespace.to_owned(), w.clone()).is_none_or(|old| old != w),
+            None => self.namespace_windows.remove(namespace).is_some(),
+        }
+    }
+
+    /// Forgets the windows of namespaces a relist no longer showed.
+    pub fn retain_namespace_windows(&mut self, namespaces: &HashSet<String>) {
+        self.namespace_windows.retain(|ns, _| namespaces.contains(ns));
+    }
+
+    /// Its rollout, as its status last said.
+    pub fn rollout_state(&self, key: &WorkloadKey) -> Option<crate::workload::RolloutState> {
+        self.workloads.get(key).map(|s| s.summary.rollout)
+    }
+
     /// The gates' view of `reloads` of `key`. `timed_out` tells the rollouts that passed `--rollout-timeout`
     /// (counted as failed: kinds without a deadline condition fail by the controller's clock).
     pub fn gate_changes(
