@@ -60,7 +60,11 @@ impl Index {
                     .filter_map(|w| {
                         let state = self.workloads.get(&w)?;
                         let decision = decide_pair(&state.summary, &r.config, facts, settings);
-                        if !matches!(decision, ReloadDecision::Reload { .. }) {
+                        // A peer whose write of this content was rejected for good (an admission denial) will never
+                        // run it: it must not hold a wave back.
+                        let pair = (r.config.kind, r.config.name.clone());
+                        let rejected = state.rejected.as_ref().is_some_and(|set| set.contains(&(pair, facts.hash)));
+                        if !matches!(decision, ReloadDecision::Reload { .. }) || rejected {
                             return None;
                         }
                         let rollout = if timed_out(&w) { RolloutState::Failed } else { state.summary.rollout };
@@ -94,5 +98,63 @@ impl Index {
         };
         forms(facts.hash, facts.record_hash)
             || self.views.get(config).into_iter().flatten().any(|v| forms(v.hash, v.record_hash))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::super::tests::{NS, cm, deployment, full_plan};
+    use super::*;
+    use crate::{gates::Wait, index::Baseline};
+
+    fn wave(name: &str, wave: &str) -> (WorkloadKey, crate::workload::WorkloadSummary) {
+        deployment(
+            name,
+            json!({"reloader.stakater.com/auto": "true", "reloader.stakater.com/rollout-wave": wave}),
+            json!([]),
+        )
+    }
+
+    #[test]
+    fn a_higher_wave_waits_for_a_pending_lower_one_unless_its_write_was_rejected_for_good() {
+        let mut index = Index::default();
+        let (db, db_summary) = wave("db", "0");
+        let (web, web_summary) = wave("web", "1");
+        let (ck, v1) = cm("cfg", "v1");
+        index.upsert_config(ck.clone(), v1, Baseline::Current);
+        index.upsert_workload(db.clone(), db_summary, Baseline::Current);
+        index.upsert_workload(web.clone(), web_summary, Baseline::Current);
+        let (_, v2) = cm("cfg", "v2");
+        index.upsert_config(ck.clone(), v2, Baseline::Current);
+        let db_plan = full_plan(&mut index, &db);
+        let web_plan = full_plan(&mut index, &web);
+        assert_eq!(web_plan.reloads.len(), 1);
+        let settings = DecisionSettings::default();
+        let gates = index.workload_gates(&web).expect("gates");
+        let now = jiff::Timestamp::UNIX_EPOCH;
+        let changes = index.gate_changes(&web, &web_plan.reloads, settings, |_| false);
+        assert_eq!(changes[0].peers.iter().map(|p| p.key.name.as_str()).collect::<Vec<_>>(), ["db"]);
+        let wait = crate::gates::gate(&gates, false, &changes, now);
+        assert!(matches!(wait, Some(Wait::Wave { behind: (ref k, 0), .. }) if *k == db), "{wait:?}");
+        // db written: it runs the content; its rollout in progress still holds web back.
+        index.mark_written(&db, &db_plan);
+        let changes = index.gate_changes(&web, &web_plan.reloads, settings, |_| false);
+        assert!(changes[0].peers[0].runs_current);
+        // Rejected for good instead: never current, and no longer a peer.
+        let mut index2 = Index::default();
+        let (db2, s) = wave("db", "0");
+        let (_, w) = wave("web", "1");
+        index2.upsert_config(ck.clone(), v1, Baseline::Current);
+        index2.upsert_workload(db2.clone(), s, Baseline::Current);
+        index2.upsert_workload(web.clone(), w, Baseline::Current);
+        index2.upsert_config(ck, v2, Baseline::Current);
+        let rejected_plan = full_plan(&mut index2, &db2);
+        index2.mark_rejected(&db2, &rejected_plan);
+        let changes = index2.gate_changes(&web, &web_plan.reloads, settings, |_| false);
+        assert!(changes[0].peers.is_empty(), "{changes:?}");
+        assert_eq!(crate::gates::gate(&gates, false, &changes, now), None);
+        assert_eq!(&*db2.namespace, NS);
     }
 }
