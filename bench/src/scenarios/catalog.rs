@@ -184,6 +184,7 @@ pub fn layout(id: ScenarioId) -> Layout {
             l
         }
         M1 => m1_layout(),
+        M2 => m2_layout(),
         B1 => {
             let mut l = Layout::new(
                 B1,
@@ -242,6 +243,68 @@ fn m1_layout() -> Layout {
     l
 }
 
+/// M2 (issue 15): 500 namespaces × (80 ConfigMaps + 80 Secrets of 1 KiB). Namespaces 0–99 hold 100 Deployments
+/// each (Deployment j uses ConfigMap j % 79 and Secret j % 80 through `envFrom`, and ConfigMap 79, shared by all
+/// 100, as a volume); namespaces 100–499 hold 5 StatefulSets each (StatefulSet j uses ConfigMap j and Secret j).
+/// 2,000 updates at 100/s: every 100th is the shared ConfigMap of one of namespaces 0–19 (a fan-out to 100),
+/// the others a ConfigMap used by exactly one StatefulSet — 3,980 reloads expected.
+fn m2_layout() -> Layout {
+    let mut l = Layout::new(
+        ScenarioId::M2,
+        "Scale: 40,000 CMs + 40,000 Secrets of 1 KiB, 10,000 Deployments + 2,000 StatefulSets in 500 namespaces; \
+         2,000 updates incl. 20 fan-outs to 100",
+        Plan::Count { count: 0, per_second: 100, targets: Vec::new() },
+    );
+    l.namespaces = 500;
+    let mut bases = Vec::new();
+    for ns in 0..500 {
+        let base = l.configs.len();
+        bases.push(base);
+        l.configs.extend(cms(ns, 80, 1024));
+        l.configs.extend((0..80).map(|i| ConfigDef {
+            kind: ConfigKind::Secret,
+            ns,
+            name: format!("secret-{i}"),
+            pad_bytes: 1024,
+        }));
+        if ns < 100 {
+            for j in 0..100 {
+                let refs = vec![
+                    (base + j % 79, RefHow::EnvFrom),
+                    (base + 80 + j % 80, RefHow::EnvFrom),
+                    (base + 79, RefHow::Volume),
+                ];
+                l.workloads.push(deployment(ns, format!("deploy-{j}"), refs));
+            }
+        } else {
+            for j in 0..5 {
+                let mut sts = deployment(
+                    ns,
+                    format!("sts-{j}"),
+                    vec![(base + j, RefHow::EnvFrom), (base + 80 + j, RefHow::EnvFrom)],
+                );
+                sts.kind = Kind::StatefulSet;
+                l.workloads.push(sts);
+            }
+        }
+    }
+    let mut single = 0;
+    let targets = (0..2000)
+        .map(|i| {
+            if i % 100 == 0 {
+                bases[i / 100] + 79
+            } else {
+                let target = bases[100 + single % 400] + (single / 400) % 5;
+                single += 1;
+                target
+            }
+        })
+        .collect();
+    l.plan = Plan::Count { count: 2000, per_second: 100, targets };
+    l.settle_before = Duration::from_secs(10);
+    l
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -272,6 +335,13 @@ mod tests {
         assert_eq!(count(ScenarioId::S10), (1, 10, 10));
         assert_eq!(count(ScenarioId::S13), (1, 5, 5));
         assert_eq!(count(ScenarioId::M1), (50, 20_000, 1_000));
+        assert_eq!(count(ScenarioId::M2), (500, 80_000, 12_000));
+        let m2 = layout(ScenarioId::M2);
+        let Plan::Count { targets, .. } = &m2.plan else { panic!("M2 counts its updates") };
+        let users = |c: usize| m2.workloads.iter().filter(|w| w.refs.iter().any(|(i, _)| *i == c)).count();
+        assert_eq!(targets.iter().map(|c| users(*c)).sum::<usize>(), 3_980, "20 fan-outs of 100 + 1,980 singles");
+        let distinct: std::collections::HashSet<_> = targets.iter().collect();
+        assert_eq!(distinct.len(), 2_000, "every update is to another resource");
         let s13 = layout(ScenarioId::S13);
         // Every S13 ConfigMap is used by exactly two Deployments: each update is two reloads.
         for c in 0..5 {

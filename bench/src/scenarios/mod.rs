@@ -33,6 +33,9 @@ pub enum ScenarioId {
     M1,
     /// M1 with 10% of the Deployments opted in to key-level reloads (not in `all`: it measures one feature).
     M1K,
+    /// Scale (issue 15): 40,000 ConfigMaps + 40,000 Secrets of 1 KiB, 10,000 Deployments + 2,000 StatefulSets in
+    /// 500 namespaces; 2,000 updates, 20 of them fan-outs to 100 Deployments (not in `all`: minutes to set up).
+    M2,
     /// Restart budget: one Secret shared by 400 Deployments, rotated once (not in `all`; compare
     /// `--max-concurrent-rollouts` against none, with rollouts).
     B1,
@@ -48,11 +51,11 @@ pub const ALL: [ScenarioId; 14] = {
 pub const QUICK: [ScenarioId; 3] = [ScenarioId::S1, ScenarioId::S4, ScenarioId::S6];
 
 impl ScenarioId {
-    /// Parses `S1`…`S13`, `M1`, `M1K`, `B1` (any case).
+    /// Parses `S1`…`S13`, `M1`, `M1K`, `M2`, `B1` (any case).
     pub fn parse(text: &str) -> Result<Self, Error> {
         let t = text.trim().to_ascii_uppercase();
         ALL.iter()
-            .chain(&[Self::M1K, Self::B1])
+            .chain(&[Self::M1K, Self::M2, Self::B1])
             .copied()
             .find(|id| format!("{id:?}") == t)
             .ok_or_else(|| Error::Invalid(format!("scenario {text}")))
