@@ -61,6 +61,17 @@ async fn events(ns: &TestNamespace, name: &str, reason: &str) -> Vec<Event> {
         .collect()
 }
 
+/// Whether the tests run on the local plane, whose KWOK keeps pods unready for one content; says so when not.
+fn local_plane() -> bool {
+    let local = std::env::var_os("TESTENV_BIN_DIR").is_some();
+    if !local {
+        eprintln!(
+            "skipped: needs the local plane's KWOK rule for unready pods (testenv/build.sh), not on an external cluster"
+        );
+    }
+    local
+}
+
 async fn wait_recorded(ns: &TestNamespace, names: &[String]) {
     wait_for("first-sight records written and rollouts complete", Duration::from_secs(120), || async {
         for name in names {
@@ -78,10 +89,7 @@ async fn wait_recorded(ns: &TestNamespace, names: &[String]) {
 
 #[tokio::test]
 async fn a_failed_rollout_halts_the_others_until_the_next_change() {
-    if std::env::var_os("TESTENV_BIN_DIR").is_none() {
-        eprintln!(
-            "skipped: needs the local plane's KWOK rule for unready pods (testenv/build.sh), not on an external cluster"
-        );
+    if !local_plane() {
         return;
     }
     let ns = TestNamespace::create("halt").await;
@@ -270,10 +278,7 @@ async fn a_window_defers_a_change_across_a_restart_and_rolls_it_once_when_it_ope
 
 #[tokio::test]
 async fn a_held_change_is_released_by_its_hold_id_and_alerted() {
-    if std::env::var_os("TESTENV_BIN_DIR").is_none() {
-        eprintln!(
-            "skipped: needs the local plane's KWOK rule for unready pods (testenv/build.sh), not on an external cluster"
-        );
+    if !local_plane() {
         return;
     }
     let ns = TestNamespace::create("release").await;

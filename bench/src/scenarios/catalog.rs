@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::{ConfigDef, ConfigKind, Layout, Plan, RefHow, ScenarioId, WorkloadDef, cms, deployment};
+use super::{ConfigDef, ConfigKind, Layout, Plan, RefHow, ScenarioId, WorkloadDef, cms, deployment, secrets};
 use crate::measure::tracker::Kind;
 
 const MS: fn(u64) -> Duration = Duration::from_millis;
@@ -226,12 +226,7 @@ fn m1_layout() -> Layout {
     for ns in 0..50 {
         let base = l.configs.len();
         l.configs.extend(cms(ns, 200, 4096));
-        l.configs.extend((0..200).map(|i| ConfigDef {
-            kind: ConfigKind::Secret,
-            ns,
-            name: format!("secret-{i}"),
-            pad_bytes: 4096,
-        }));
+        l.configs.extend(secrets(ns, 200, 4096));
         for j in 0..20 {
             let refs = vec![(base + j, RefHow::EnvFrom), (base + 200 + j, RefHow::EnvFrom)];
             l.workloads.push(deployment(ns, format!("deploy-{j}"), refs));
@@ -261,12 +256,7 @@ fn m2_layout() -> Layout {
         let base = l.configs.len();
         bases.push(base);
         l.configs.extend(cms(ns, 80, 1024));
-        l.configs.extend((0..80).map(|i| ConfigDef {
-            kind: ConfigKind::Secret,
-            ns,
-            name: format!("secret-{i}"),
-            pad_bytes: 1024,
-        }));
+        l.configs.extend(secrets(ns, 80, 1024));
         if ns < 100 {
             for j in 0..100 {
                 let refs = vec![

@@ -167,6 +167,10 @@ pub(crate) fn cms(ns: usize, count: usize, pad_bytes: usize) -> Vec<ConfigDef> {
     (0..count).map(|i| ConfigDef { kind: ConfigKind::ConfigMap, ns, name: format!("cm-{i}"), pad_bytes }).collect()
 }
 
+pub(crate) fn secrets(ns: usize, count: usize, pad_bytes: usize) -> Vec<ConfigDef> {
+    (0..count).map(|i| ConfigDef { kind: ConfigKind::Secret, ns, name: format!("secret-{i}"), pad_bytes }).collect()
+}
+
 pub(crate) fn deployment(ns: usize, name: String, refs: Vec<(usize, RefHow)>) -> WorkloadDef {
     WorkloadDef { kind: Kind::Deployment, ns, name, refs, pause_period: None, keys_used: false }
 }
