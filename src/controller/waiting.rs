@@ -19,6 +19,9 @@ use crate::{
     workload::WorkloadKey,
 };
 
+/// Longest a workload outside its window sleeps before the gate looks again.
+const WINDOW_RECHECK: Duration = Duration::from_secs(3600);
+
 /// Held changes remembered as announced, at most.
 const ANNOUNCED_LIMIT: usize = 4096;
 
@@ -111,9 +114,16 @@ pub(super) fn check(ctx: &Context, key: &WorkloadKey, reloads: &[PlannedReload],
         return None;
     };
     let due = match &wait {
-        Wait::Window { opens_at: Some(at), .. } => {
-            let delay = at.duration_since(jiff::Timestamp::now());
-            Some(Instant::now() + Duration::try_from(delay).unwrap_or_default())
+        Wait::Window { opens_at: Some(at), window } => {
+            // Looked at again at the latest every hour (the gate decides anew each time), so no instant is
+            // ever computed from a far-away time.
+            let delay = Duration::try_from(at.duration_since(jiff::Timestamp::now())).unwrap_or_default();
+            let due = Instant::now().checked_add(delay.min(WINDOW_RECHECK));
+            if due.is_none() {
+                warn!(namespace = %key.namespace, workload = %key.name, window = %window, opens_at = %at,
+                      "cannot schedule the reload of {key} for when its window opens; it is planned again at its next change");
+            }
+            due
         }
         _ => None,
     };
