@@ -65,8 +65,8 @@ impl RolloutBudget {
     }
 
     /// Asks for a slot for `key`'s rollout, before its template is written.
-    pub fn admit(&self, key: &WorkloadKey, tracked: bool, now: Instant) -> Admission {
-        if !tracked {
+    pub fn admit(&self, key: &WorkloadKey, now: Instant) -> Admission {
+        if !key.kind.tracks_rollouts() {
             return Admission::Go;
         }
         let mut state = self.state();
@@ -193,12 +193,12 @@ mod tests {
     fn at_most_the_limit_roll_and_a_completed_rollout_wakes_the_oldest_waiting() {
         let budget = RolloutBudget::new(2, Duration::from_secs(600));
         let now = Instant::now();
-        assert_eq!(budget.admit(&w("a"), true, now), Admission::Go);
-        assert_eq!(budget.admit(&w("b"), true, now), Admission::Go);
-        assert_eq!(budget.admit(&w("c"), true, now), Admission::Wait);
-        assert_eq!(budget.admit(&w("d"), true, now), Admission::Wait);
+        assert_eq!(budget.admit(&w("a"), now), Admission::Go);
+        assert_eq!(budget.admit(&w("b"), now), Admission::Go);
+        assert_eq!(budget.admit(&w("c"), now), Admission::Wait);
+        assert_eq!(budget.admit(&w("d"), now), Admission::Wait);
         assert_eq!(budget.observe(&w("b"), RolloutState::InProgress), None);
-        assert_eq!(budget.admit(&w("b"), true, now), Admission::Go, "b holds its slot, written again");
+        assert_eq!(budget.admit(&w("b"), now), Admission::Go, "b holds its slot, written again");
         assert_eq!(
             budget.observe(&w("b"), RolloutState::Complete),
             None,
@@ -209,7 +209,7 @@ mod tests {
         assert_eq!(budget.observe(&w("a"), RolloutState::Complete), None);
         assert_eq!(budget.observe(&w("a"), RolloutState::InProgress), None);
         assert_eq!(budget.observe(&w("a"), RolloutState::Complete), Some(w("c")));
-        assert_eq!(budget.admit(&w("c"), true, now), Admission::Go);
+        assert_eq!(budget.admit(&w("c"), now), Admission::Go);
         assert_eq!(budget.sizes(), (2, 1));
         assert_eq!(budget.forget(&w("b")), Some(w("d")));
         assert_eq!(budget.write_failed(&w("c")), None, "nobody waits any more");
@@ -220,17 +220,18 @@ mod tests {
         let unlimited = RolloutBudget::new(0, Duration::from_secs(1));
         let now = Instant::now();
         for name in ["a", "b", "c"] {
-            assert_eq!(unlimited.admit(&w(name), true, now), Admission::Go);
+            assert_eq!(unlimited.admit(&w(name), now), Admission::Go);
         }
         assert_eq!(unlimited.sizes(), (3, 0), "tracked without a limit, for timeouts");
         let budget = RolloutBudget::new(1, Duration::from_secs(60));
-        assert_eq!(budget.admit(&w("a"), true, now), Admission::Go);
-        assert_eq!(budget.admit(&w("job"), false, now), Admission::Go, "not tracked: not counted");
-        assert_eq!(budget.admit(&w("b"), true, now), Admission::Wait);
+        assert_eq!(budget.admit(&w("a"), now), Admission::Go);
+        let job = WorkloadKey { kind: WorkloadKind::Job, ..w("job") };
+        assert_eq!(budget.admit(&job, now), Admission::Go, "not tracked: not counted");
+        assert_eq!(budget.admit(&w("b"), now), Admission::Wait);
         assert_eq!(budget.tick(now), vec![], "no free slot yet");
         assert_eq!(budget.tick(now + Duration::from_secs(61)), vec![w("b")], "a timed out: b is woken");
         assert!(budget.timed_out(&w("a")), "a timed-out rollout counts as failed");
-        assert_eq!(budget.admit(&w("b"), true, now + Duration::from_secs(61)), Admission::Go);
+        assert_eq!(budget.admit(&w("b"), now + Duration::from_secs(61)), Admission::Go);
         assert_eq!(budget.observe(&w("a"), RolloutState::Complete), None);
         assert!(!budget.timed_out(&w("a")), "until it completes");
     }
@@ -239,8 +240,8 @@ mod tests {
     fn a_failed_rollout_frees_its_slot() {
         let budget = RolloutBudget::new(1, Duration::from_secs(600));
         let now = Instant::now();
-        assert_eq!(budget.admit(&w("a"), true, now), Admission::Go);
-        assert_eq!(budget.admit(&w("b"), true, now), Admission::Wait);
+        assert_eq!(budget.admit(&w("a"), now), Admission::Go);
+        assert_eq!(budget.admit(&w("b"), now), Admission::Wait);
         assert_eq!(budget.observe(&w("a"), RolloutState::Failed), Some(w("b")), "ProgressDeadlineExceeded");
         assert_eq!(budget.sizes(), (0, 0));
     }

@@ -201,8 +201,7 @@ async fn reconcile(ctx: &Context, key: &WorkloadKey, triggered: Instant) -> Resu
             ctx.metrics.skipped.with_label_values(&[wait.label()]).inc();
             return Ok(false);
         }
-        let tracked = !matches!(key.kind, WorkloadKind::CronJob | WorkloadKind::Job);
-        let admission = ctx.budget.admit(key, tracked, Instant::now());
+        let admission = ctx.budget.admit(key, Instant::now());
         ctx.budget.report(&ctx.metrics.rollouts);
         if admission == super::budget::Admission::Wait {
             // Over --max-concurrent-rollouts: queued again when a slot frees.

@@ -268,7 +268,7 @@ pub fn explain(
         let waits = match wait {
             _ if plan.reloads.is_empty() => None,
             Some(wait) => Some(wait.to_string()),
-            None if gates.budget > 0 && summary.rollout != crate::workload::RolloutState::Untracked => Some(format!(
+            None if gates.budget > 0 && key.kind.tracks_rollouts() => Some(format!(
                 "at most {} rollouts run at once (--max-concurrent-rollouts): it may wait for a slot",
                 gates.budget
             )),

@@ -197,8 +197,6 @@ fn optional_on(settings: &Settings, source: Source) -> bool {
     settings.optional.iter().any(|o| o.sources.contains(&source))
 }
 
-/// Why the controller does not act on changes in `namespace` (as the observer decides: scope, then
-/// `--namespaces-to-ignore`, then `--namespace-selector` evaluated by the API server).
 /// The namespace's reload window (`--namespace-reload-windows`); an invalid one is none, as for the controller.
 async fn namespace_window(
     client: &Client,
@@ -213,6 +211,8 @@ async fn namespace_window(
     Ok(value.and_then(|v| crate::window::ReloadWindow::parse(v).ok()))
 }
 
+/// Why the controller does not act on changes in `namespace` (as the observer decides: scope, then
+/// `--namespaces-to-ignore`, then `--namespace-selector` evaluated by the API server).
 pub(crate) async fn namespace_inactive(
     client: &Client,
     namespace: &str,

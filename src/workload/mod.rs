@@ -82,6 +82,12 @@ impl WorkloadKind {
         }
     }
 
+    /// Whether its rollouts are counted by the restart budget and the health gate: every kind but CronJobs and
+    /// Jobs (a run is new pods, not a rollout).
+    pub fn tracks_rollouts(self) -> bool {
+        !matches!(self, Self::CronJob | Self::Job)
+    }
+
     /// The API resource, as RBAC names it (`deployments.apps`).
     pub fn api_resource(self) -> &'static str {
         match self {
