@@ -15,6 +15,8 @@ BENCH_COALESCING := target/release/reloader --coalesce-window=1s --metrics-addr=
 
 .PHONY: test run lint testenv-binaries build release manifests bench bench-quick bench-build
 
+# A fresh clone builds once: incremental caches would only add ~1.7 GB of target/ (see [profile.dev] in Cargo.toml).
+test: export CARGO_INCREMENTAL = 0
 test: lint build release
 	$(TESTENV) build >/dev/null
 	$(TESTENV) run --name test -- $(CARGO) test --workspace --all-targets -- --test-threads=$(TEST_THREADS)
