@@ -203,6 +203,33 @@ async fn reloads_and_bad_annotations_become_kubernetes_events() {
     let regarding = reloaded.regarding.expect("regarding");
     assert_eq!((regarding.kind.as_deref(), regarding.api_version.as_deref()), (Some("Deployment"), Some("apps/v1")));
 
+    // The same change again is the same Event counted twice (a series, as client-go's recorders count repeats);
+    // a reload for another resource is an Event of its own with its own note (kube-runtime's Recorder counted it
+    // on the first Event, under the Secret's note).
+    set_secret_value(&ns, "creds", "password", "battery-staple").await;
+    Kind::Deployment.wait_revisions(&ns, "web", 3).await;
+    let counted = wait_for("the Reloaded event on web counted twice", RELOAD_WAIT, || async {
+        let reloaded: Vec<_> =
+            events_for(&ns, "web").await.into_iter().filter(|e| e.reason.as_deref() == Some("Reloaded")).collect();
+        match reloaded.as_slice() {
+            [one] if one.series.as_ref().is_some_and(|s| s.count == 2) => Ok(one.clone()),
+            other => Err(format!("{} Reloaded events, series {:?}", other.len(), other.first().map(|e| &e.series))),
+        }
+    })
+    .await;
+    assert_eq!(counted.note.as_deref(), Some(note.as_str()));
+    set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
+    wait_for("a Reloaded event on web naming cfg", RELOAD_WAIT, || async {
+        let events = events_for(&ns, "web").await;
+        let notes: Vec<String> = events.into_iter().filter_map(|e| e.note).collect();
+        if notes.iter().any(|n| n.contains("Changes detected in 'cfg' of type 'CONFIGMAP'")) {
+            Ok(())
+        } else {
+            Err(format!("notes: {notes:?}"))
+        }
+    })
+    .await;
+
     let invalid = wait_for("an InvalidAnnotation event on bad", RELOAD_WAIT, || async {
         let events = events_for(&ns, "bad").await;
         events

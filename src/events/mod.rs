@@ -12,18 +12,15 @@ use std::{
     time::{Duration, Instant},
 };
 
-use k8s_openapi::{
-    api::core::v1::{Event as CoreEvent, EventSource, ObjectReference},
-    apimachinery::pkg::apis::meta::v1::Time,
-};
-use kube::{
-    Api, Client,
-    api::{ObjectMeta, PostParams},
-    runtime::events::{Event, EventType, Recorder, Reporter},
-};
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::Client;
 use tokio::sync::mpsc;
 
+pub use publisher::{EventNote, EventType, EventsApi};
+
 use crate::{metrics::Metrics, workload::WorkloadKey};
+
+mod publisher;
 
 /// Name this controller reports events as.
 pub const REPORTER: &str = "reloader";
@@ -35,7 +32,7 @@ pub const MAX_DEFER: Duration = Duration::from_secs(2);
 const DEFER_POLL: Duration = Duration::from_millis(20);
 
 /// A queued event, with when it was queued.
-type Pending = (ObjectReference, Event, Instant);
+type Pending = (EventNote, Instant);
 
 /// Sends events to the publisher task.
 #[derive(Clone)]
@@ -49,28 +46,24 @@ impl EventSink {
     /// for at most [`MAX_DEFER`] after the event was queued.
     pub fn spawn(client: Client, metrics: Arc<Metrics>, busy: impl Fn() -> bool + Send + 'static) -> Self {
         let (tx, mut rx) = mpsc::channel::<Pending>(QUEUE);
-        let recorder = Recorder::new(client.clone(), Reporter::from(REPORTER));
+        let mut publisher = publisher::Publisher::new(client);
         let m = metrics.clone();
         tokio::spawn(async move {
-            let mut core_only = false;
-            while let Some((reference, event, queued)) = rx.recv().await {
+            let mut api = EventsApi::V1;
+            while let Some((event, queued)) = rx.recv().await {
                 while busy() && queued.elapsed() < MAX_DEFER {
                     tokio::time::sleep(DEFER_POLL).await;
                 }
-                let mut result = if core_only {
-                    publish_core(&client, &reference, &event).await
-                } else {
-                    recorder.publish(&event, &reference).await
-                };
-                if !core_only && matches!(&result, Err(kube::Error::Api(s)) if s.code == 403) {
+                let mut result = publisher.publish(&event, api).await;
+                if api == EventsApi::V1 && matches!(&result, Err(kube::Error::Api(s)) if s.code == 403) {
                     // Switch for good only when core Events work where events.k8s.io ones do not (upstream's
                     // RBAC); a 403 in one namespace the controller may not write to changes nothing.
-                    let core = publish_core(&client, &reference, &event).await;
+                    let core = publisher.publish(&event, EventsApi::Core).await;
                     if core.is_ok() {
                         tracing::warn!(
                             "creating events.k8s.io Events is forbidden: using core v1 Events (what upstream's RBAC grants)"
                         );
-                        core_only = true;
+                        api = EventsApi::Core;
                         result = core;
                     }
                 }
@@ -83,7 +76,15 @@ impl EventSink {
         Self { tx, metrics }
     }
 
-    fn send(&self, key: &WorkloadKey, uid: Option<String>, type_: EventType, reason: &str, action: &str, note: String) {
+    fn send(
+        &self,
+        key: &WorkloadKey,
+        uid: Option<String>,
+        type_: EventType,
+        reason: &'static str,
+        action: &'static str,
+        note: String,
+    ) {
         let reference = ObjectReference {
             api_version: Some(key.kind.api_version().to_owned()),
             kind: Some(key.kind.to_string()),
@@ -95,9 +96,16 @@ impl EventSink {
         self.send_to(reference, type_, reason, action, note);
     }
 
-    fn send_to(&self, reference: ObjectReference, type_: EventType, reason: &str, action: &str, note: String) {
-        let event = Event { type_, reason: reason.into(), note: Some(note), action: action.into(), secondary: None };
-        if self.tx.try_send((reference, event, Instant::now())).is_err() {
+    fn send_to(
+        &self,
+        regarding: ObjectReference,
+        type_: EventType,
+        reason: &'static str,
+        action: &'static str,
+        note: String,
+    ) {
+        let event = EventNote { regarding, type_, reason, action, note };
+        if self.tx.try_send((event, Instant::now())).is_err() {
             self.metrics.errors.with_label_values(&["event_dropped"]).inc();
         }
     }
@@ -167,30 +175,6 @@ impl EventSink {
     pub fn invalid_annotation(&self, key: &WorkloadKey, uid: Option<String>, message: &str) {
         self.send(key, uid, EventType::Warning, "InvalidAnnotation", "Validate", truncate(message.to_owned()));
     }
-}
-
-/// Creates `event` as a core v1 Event (the legacy API: `involvedObject`, `source`, timestamps, count).
-async fn publish_core(client: &Client, reference: &ObjectReference, event: &Event) -> Result<(), kube::Error> {
-    let namespace = reference.namespace.clone().unwrap_or_default();
-    let now = Time(jiff::Timestamp::now());
-    let name = format!("{}.{:x}", reference.name.as_deref().unwrap_or("reloader"), now.0.as_nanosecond());
-    let core = CoreEvent {
-        metadata: ObjectMeta { name: Some(name), namespace: Some(namespace.clone()), ..ObjectMeta::default() },
-        involved_object: reference.clone(),
-        reason: Some(event.reason.clone()),
-        message: event.note.clone(),
-        type_: Some(match event.type_ {
-            EventType::Normal => "Normal".to_owned(),
-            EventType::Warning => "Warning".to_owned(),
-        }),
-        action: Some(event.action.clone()),
-        source: Some(EventSource { component: Some(REPORTER.to_owned()), host: None }),
-        first_timestamp: Some(now.clone()),
-        last_timestamp: Some(now),
-        count: Some(1),
-        ..CoreEvent::default()
-    };
-    Api::<CoreEvent>::namespaced(client.clone(), &namespace).create(&PostParams::default(), &core).await.map(|_| ())
 }
 
 /// Event notes are limited to 1 kB.

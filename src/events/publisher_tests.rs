@@ -1,0 +1,79 @@
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::ObjectReference;
+
+use super::{EventNote, EventType, EventsApi, Published, RECENT_MAX, Recent, SERIES_TTL};
+
+fn note(name: &str, text: &str) -> EventNote {
+    EventNote {
+        regarding: ObjectReference {
+            kind: Some("Deployment".into()),
+            namespace: Some("ns".into()),
+            name: Some(name.into()),
+            ..ObjectReference::default()
+        },
+        type_: EventType::Normal,
+        reason: "Reloaded",
+        action: "Reload",
+        note: text.into(),
+    }
+}
+
+fn published(name: &str) -> Published {
+    Published { name: name.into(), api: EventsApi::V1, count: 1 }
+}
+
+#[test]
+fn the_same_event_is_a_repeat_and_a_different_note_is_not() {
+    // kube-runtime's Recorder keyed repeats without the note: a second reload's Event re-counted the first one.
+    let a = note("web", "Changes detected in 'a'");
+    assert_eq!(a.identity(), note("web", "Changes detected in 'a'").identity());
+    assert_ne!(a.identity(), note("web", "Changes detected in 'b'").identity());
+    assert_ne!(a.identity(), note("api", "Changes detected in 'a'").identity());
+    let mut warning = a.clone();
+    warning.type_ = EventType::Warning;
+    assert_ne!(a.identity(), warning.identity());
+}
+
+#[test]
+fn a_repeat_counts_on_the_first_event_until_it_is_older_than_the_ttl() {
+    let mut recent = Recent::default();
+    let t0 = Instant::now();
+    recent.created(7, published("web.1"), t0);
+    let p = recent.repeat_of(7, t0 + Duration::from_secs(10)).expect("recent");
+    p.count += 1;
+    assert_eq!(
+        recent.repeat_of(7, t0 + Duration::from_secs(20)),
+        Some(&mut Published { count: 2, ..published("web.1") })
+    );
+    assert_eq!(recent.repeat_of(8, t0), None);
+    assert_eq!(recent.repeat_of(7, t0 + SERIES_TTL), None, "expired");
+    assert!(recent.is_empty());
+}
+
+#[test]
+fn memory_is_bounded_oldest_first() {
+    let mut recent = Recent::default();
+    let t0 = Instant::now();
+    for i in 0..(RECENT_MAX as u64 + 10) {
+        recent.created(i, published(&format!("e.{i}")), t0);
+    }
+    assert_eq!(recent.len(), RECENT_MAX);
+    assert_eq!(recent.repeat_of(0, t0), None, "the oldest is forgotten");
+    assert_eq!(recent.repeat_of(9, t0), None);
+    assert!(recent.repeat_of(10, t0).is_some());
+    assert!(recent.repeat_of(RECENT_MAX as u64 + 9, t0).is_some());
+}
+
+#[test]
+fn a_forgotten_event_is_created_again() {
+    let mut recent = Recent::default();
+    let t0 = Instant::now();
+    recent.created(1, published("a"), t0);
+    recent.created(2, published("b"), t0);
+    recent.forget(1);
+    assert_eq!(recent.repeat_of(1, t0), None);
+    assert!(recent.repeat_of(2, t0).is_some());
+    recent.created(1, published("a2"), t0);
+    assert_eq!(recent.len(), 2);
+}
