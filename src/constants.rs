@@ -83,6 +83,10 @@ pub const PROGRESS_DEADLINE_EXCEEDED: &str = "ProgressDeadlineExceeded";
 /// allocator keeps after the sync. 100 objects per page bounds that buffer (BENCHMARKS.md, M1).
 pub const CONFIG_LIST_PAGE_SIZE: u32 = 100;
 
+/// Page size of the initial workload lists, for the same reason: a Deployment's JSON (its `managedFields`
+/// included) is several KiB, and a page of 500 was the largest buffer of the startup list (heaptrack, M1).
+pub const WORKLOAD_LIST_PAGE_SIZE: u32 = 100;
+
 /// upstream v1 `pkg/common/metainfo.go`: the ConfigMap describing the running controller.
 pub mod meta_info {
     /// Its name.

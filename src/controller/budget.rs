@@ -70,7 +70,11 @@ impl RolloutBudget {
             return Admission::Go;
         }
         let mut state = self.state();
-        self.expire(&mut state, now);
+        if self.limit > 0 && state.in_flight.len() >= self.limit {
+            // A full budget may have slots past their timeout; otherwise [`Self::tick`] expires them each second
+            // (scanning every rollout in flight on every write made a fan-out to n workloads cost n²).
+            self.expire(&mut state, now);
+        }
         state.timed_out.remove(key);
         if let Some(flight) = state.in_flight.get_mut(key) {
             // Written again while rolling (a newer content): it keeps its slot, counted from now, until the new

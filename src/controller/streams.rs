@@ -22,7 +22,7 @@ use super::{
 };
 use crate::{
     annotations::AnnotationKeys,
-    constants::TRUE,
+    constants::{TRUE, WORKLOAD_LIST_PAGE_SIZE},
     csi::{SecretProviderClass, SecretProviderClassPodStatus},
     hash,
     index::{ConfigFacts, ConfigKey, KeyView},
@@ -135,13 +135,18 @@ where
     )
 }
 
+/// Workload watches list in pages of [`WORKLOAD_LIST_PAGE_SIZE`].
+fn workload_list_config() -> watcher::Config {
+    watcher::Config::default().page_size(WORKLOAD_LIST_PAGE_SIZE)
+}
+
 pub(super) fn workload_stream<K: WorkloadObject>(
     api: Api<K>,
     id: usize,
     keys: Arc<AnnotationKeys>,
 ) -> BoxStream<'static, Observed> {
     translate(
-        watcher(api, watcher::Config::default()).default_backoff(),
+        watcher(api, workload_list_config()).default_backoff(),
         id,
         move |obj: K, listed| {
             summarise(&obj, &keys).map(|(key, s)| Observed::Workload { stream: id, key, summary: Box::new(s), listed })
@@ -211,7 +216,7 @@ pub(super) fn guarded_workload_stream<K: WorkloadObject>(
     keys: Arc<AnnotationKeys>,
 ) -> BoxStream<'static, Observed> {
     translate(
-        watcher(api, watcher::Config::default()).default_backoff(),
+        watcher(api, workload_list_config()).default_backoff(),
         id,
         move |obj: DeserializeGuard<K>, listed| match obj.0 {
             Ok(obj) => summarise(&obj, &keys).map(|(key, s)| Observed::Workload {

@@ -22,7 +22,7 @@ use k8s_openapi::{
     apimachinery::pkg::apis::meta::v1::{MicroTime, Time},
 };
 use kube::{
-    Api, Client,
+    Api, Client, Resource,
     api::{ObjectMeta, Patch, PatchParams, PostParams},
 };
 use serde_json::json;
@@ -232,8 +232,7 @@ async fn create(
 ) -> Result<(), kube::Error> {
     let metadata =
         ObjectMeta { name: Some(name.to_owned()), namespace: Some(namespace.to_owned()), ..ObjectMeta::default() };
-    let post = PostParams::default();
-    match api {
+    let (url, body) = match api {
         EventsApi::V1 => {
             let body = EventV1 {
                 metadata,
@@ -247,7 +246,7 @@ async fn create(
                 reporting_instance: Some(REPORTER.to_owned()),
                 ..EventV1::default()
             };
-            Api::<EventV1>::namespaced(client.clone(), namespace).create(&post, &body).await.map(|_| ())
+            (EventV1::url_path(&(), Some(namespace)), serde_json::to_vec(&body))
         }
         EventsApi::Core => {
             let now = Time(jiff::Timestamp::now());
@@ -264,9 +263,14 @@ async fn create(
                 count: Some(1),
                 ..CoreEvent::default()
             };
-            Api::<CoreEvent>::namespaced(client.clone(), namespace).create(&post, &body).await.map(|_| ())
+            (CoreEvent::url_path(&(), Some(namespace)), serde_json::to_vec(&body))
         }
-    }
+    };
+    let body = body.map_err(kube::Error::SerdeError)?;
+    // The response (the Event as stored) is read and dropped, not decoded: nothing here needs it.
+    let request =
+        kube::core::Request::new(url).create(&PostParams::default(), body).map_err(kube::Error::BuildRequest)?;
+    client.request_text(request).await.map(|_| ())
 }
 
 #[cfg(test)]

@@ -142,7 +142,9 @@ struct WorkloadState {
 #[derive(Default)]
 pub struct Index {
     configs: HashMap<ConfigKey, ConfigEntry>,
-    workloads: HashMap<WorkloadKey, WorkloadState>,
+    /// Boxed: a `WorkloadState` is ~900 bytes and a hash table keeps its capacity's worth of slots, a quarter
+    /// to a half of them empty (heaptrack at M1: 1.8 MB of table for 1,000 workloads).
+    workloads: HashMap<WorkloadKey, Box<WorkloadState>>,
     referenced_by: HashMap<ConfigKey, BTreeSet<WorkloadKey>>,
     with_named_lists: HashMap<Arc<str>, BTreeSet<WorkloadKey>>,
     namespaces: HashSet<Arc<str>>,
@@ -287,7 +289,7 @@ impl Index {
             .map(|u| ConfigKey { kind: u.kind, namespace: key.namespace.clone(), name: u.name.clone() })
             .collect();
         let state = WorkloadState { summary, assumed, pending, persisted, rejected, left_key_level };
-        self.workloads.insert(key, state);
+        self.workloads.insert(key, Box::new(state));
         for config in &touched {
             self.refresh_wanted(config);
         }
@@ -295,7 +297,7 @@ impl Index {
     }
 
     fn remove_workload(&mut self, key: &WorkloadKey) -> Option<WorkloadState> {
-        let state = self.workloads.remove(key)?;
+        let state = *self.workloads.remove(key)?;
         for u in &state.summary.uses {
             let ck = ConfigKey { kind: u.kind, namespace: key.namespace.clone(), name: u.name.clone() };
             if let Some(set) = self.referenced_by.get_mut(&ck) {
