@@ -11,8 +11,8 @@ use crate::{constants::annotation::RELOAD_WINDOW, window::ReloadWindow};
 
 impl Observer {
     pub(super) fn namespace_window(&mut self, stream: usize, name: String, value: Option<String>, listed: bool) {
-        if listed {
-            self.seen_namespaces.entry(stream).or_default().insert(name.clone());
+        if listed && let Some(seen) = self.seen_namespaces.get_mut(&stream) {
+            seen.insert(name.clone());
         }
         let window = value.as_deref().and_then(|v| match ReloadWindow::parse(v) {
             Ok(w) => Some(w),

@@ -25,6 +25,11 @@ pub(super) struct Observer {
     listed: Vec<bool>,
     /// Per stream: its last outcome was an error (cleared when it delivers again).
     pub(super) errored: Vec<bool>,
+    /// Per stream that has started a list: the first (unless the stream failed before) needs no record of what it
+    /// saw (the index holds nothing of the stream yet, so nothing can be gone), which spares a set of every key listed at startup (1.6 MB for M1's
+    /// 20,000 resources, heaptrack); a relist records what it sees to forget what it did not.
+    lists_started: HashSet<usize>,
+    /// What each stream's current relist has seen so far.
     pub(super) seen_configs: HashMap<usize, HashSet<ConfigKey>>,
     seen_workloads: HashMap<usize, HashSet<WorkloadKey>>,
     pub(super) seen_namespaces: HashMap<usize, HashSet<String>>,
@@ -63,6 +68,7 @@ impl Observer {
             infos,
             listed,
             errored,
+            lists_started: HashSet::new(),
             seen_configs: HashMap::new(),
             seen_workloads: HashMap::new(),
             seen_namespaces: HashMap::new(),
@@ -165,17 +171,21 @@ impl Observer {
         let now = Instant::now();
         match o {
             Observed::ListStarted(id) => {
-                self.seen_configs.insert(id, HashSet::new());
-                self.seen_workloads.insert(id, HashSet::new());
-                self.seen_namespaces.insert(id, HashSet::new());
+                // A stream that failed before may have left entries through the fallback LISTs: it records too.
+                let first = self.lists_started.insert(id) && !self.errored.get(id).copied().unwrap_or(false);
+                if !first {
+                    self.seen_configs.insert(id, HashSet::new());
+                    self.seen_workloads.insert(id, HashSet::new());
+                    self.seen_namespaces.insert(id, HashSet::new());
+                }
             }
             Observed::ListDone(id) => self.list_done(id),
             Observed::Config { stream, mut key, facts, listed, views, digest } => {
                 let baseline = self.baseline(stream, true);
                 let mut index = self.ctx.index();
                 key.namespace = index.intern(&key.namespace);
-                if listed {
-                    self.seen_configs.entry(stream).or_default().insert(key.clone());
+                if listed && let Some(seen) = self.seen_configs.get_mut(&stream) {
+                    seen.insert(key.clone());
                 }
                 let before = index.config(&key).copied();
                 let update = index.upsert_config(key.clone(), facts, baseline);
@@ -219,8 +229,8 @@ impl Observer {
                 let baseline = self.baseline(stream, false);
                 let mut index = self.ctx.index();
                 key.namespace = index.intern(&key.namespace);
-                if listed {
-                    self.seen_workloads.entry(stream).or_default().insert(key.clone());
+                if listed && let Some(seen) = self.seen_workloads.get_mut(&stream) {
+                    seen.insert(key.clone());
                 }
                 let rollout = summary.rollout;
                 let rollout_before = index.rollout_state(&key);
@@ -270,8 +280,8 @@ impl Observer {
                 self.csi_class(namespace, name, ignored, matched)
             }
             Observed::NamespaceSelected { stream, name, listed } => {
-                if listed {
-                    self.seen_namespaces.entry(stream).or_default().insert(name.clone());
+                if listed && let Some(seen) = self.seen_namespaces.get_mut(&stream) {
+                    seen.insert(name.clone());
                 }
                 if self.selected.insert(name.clone()) {
                     info!("added namespace to be watched: {name}");
@@ -294,10 +304,12 @@ impl Observer {
     /// After a (re)list: forget what the list no longer contains; after the first sync, and after every
     /// relist, reconcile all workloads (an unchanged one costs no request).
     fn list_done(&mut self, id: usize) {
-        let configs = self.seen_configs.remove(&id).unwrap_or_default();
-        let workloads = self.seen_workloads.remove(&id).unwrap_or_default();
-        let namespaces = self.seen_namespaces.remove(&id).unwrap_or_default();
-        self.prune(id, configs, workloads, namespaces);
+        let configs = self.seen_configs.remove(&id);
+        let workloads = self.seen_workloads.remove(&id);
+        let namespaces = self.seen_namespaces.remove(&id);
+        if let (Some(configs), Some(workloads), Some(namespaces)) = (configs, workloads, namespaces) {
+            self.prune(id, configs, workloads, namespaces);
+        }
         self.listed[id] = true;
         self.recovered(id);
         // Ready once every core kind has listed: an optional kind (Rollouts, DeploymentConfigs, CSI) that cannot

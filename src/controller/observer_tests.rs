@@ -240,3 +240,29 @@ async fn a_recreated_resource_or_a_flipped_ignore_is_reconciled_at_once_not_at_t
     o.apply(Observed::Config { stream, key, facts, listed, views, digest });
     assert_eq!(drain(&ctx).await, ["web"], "ignore flipped: looked at now");
 }
+
+#[tokio::test]
+async fn a_first_list_records_nothing_unless_the_stream_failed_before() {
+    let ctx = context();
+    let infos = vec![
+        StreamInfo { source: Source::Config(ConfigKind::ConfigMap), namespace: None },
+        StreamInfo { source: Source::Workload(WorkloadKind::Deployment), namespace: None },
+    ];
+    let mut o = Observer::new(ctx.clone(), infos);
+    o.apply(Observed::ListStarted(0));
+    o.apply(config("cfg", "v1", true));
+    assert!(o.seen_configs.is_empty(), "the startup list keeps no set of what it saw");
+    o.apply(Observed::ListDone(0));
+    let cfg = ConfigKey { kind: ConfigKind::ConfigMap, namespace: "ns".into(), name: "cfg".into() };
+    assert!(ctx.index().config(&cfg).is_some());
+
+    // The Deployment watch fails first (e.g. forbidden: fallback LISTs may index workloads meanwhile); its first
+    // list then forgets what it does not contain.
+    o.apply(Observed::Error { stream: 1, code: Some(403), message: "forbidden".into() });
+    o.apply(workload("ghost", false));
+    o.apply(Observed::ListStarted(1));
+    o.apply(workload("web", true));
+    o.apply(Observed::ListDone(1));
+    let names: Vec<String> = ctx.index().workload_keys().into_iter().map(|k| k.name).collect();
+    assert_eq!(names, ["web"]);
+}

@@ -13,6 +13,7 @@ mod changes;
 mod configs;
 mod gates;
 mod plan;
+mod readers;
 mod views;
 
 use std::{
@@ -145,7 +146,7 @@ pub struct Index {
     /// Boxed: a `WorkloadState` is ~900 bytes and a hash table keeps its capacity's worth of slots, a quarter
     /// to a half of them empty (heaptrack at M1: 1.8 MB of table for 1,000 workloads).
     workloads: HashMap<WorkloadKey, Box<WorkloadState>>,
-    referenced_by: HashMap<ConfigKey, BTreeSet<WorkloadKey>>,
+    referenced_by: HashMap<ConfigKey, readers::Readers>,
     with_named_lists: HashMap<Arc<str>, BTreeSet<WorkloadKey>>,
     namespaces: HashSet<Arc<str>>,
     /// Sealed record values of recently deleted Secrets, by their content hash: a Secret deleted and re-created
@@ -212,7 +213,8 @@ impl Index {
     /// Workloads that may reload when `key` changes: those referencing it and those with a named list for its
     /// kind in its namespace that matches its name.
     pub fn candidates(&self, key: &ConfigKey) -> Vec<WorkloadKey> {
-        let mut out: BTreeSet<WorkloadKey> = self.referenced_by.get(key).cloned().unwrap_or_default();
+        let mut out: BTreeSet<WorkloadKey> =
+            self.referenced_by.get(key).into_iter().flat_map(|r| r.iter()).cloned().collect();
         for w in self.with_named_lists.get(&key.namespace).into_iter().flatten() {
             let named = self.workloads.get(w).map(|s| &s.summary.annotations.for_kind(key.kind).named);
             if named.is_some_and(|n| n.iter().any(|p| p.matches(&key.name))) {
