@@ -355,4 +355,32 @@ async fn a_namespace_window_applies_to_its_workloads_and_lifting_it_rolls_what_w
     Kind::Deployment.wait_revisions(&ns, "web", 2).await;
     let v2 = configmap_hash(&[("k", "v2")]);
     assert_eq!(Kind::Deployment.env(&ns, "web", "app", "STAKATER_CFG_CONFIGMAP").await.as_deref(), Some(v2.as_str()));
+
+    // An invalid window is reported once per value — a log line and an Event on the Namespace (written in
+    // `default`, as Kubernetes does for cluster-scoped objects) — however often the namespace changes.
+    let bad = "Mon-Fri 25:00-26:00 UTC";
+    namespaces.patch(&ns.name, &pp, &kube::api::Patch::Merge(&annotate(json!(bad)))).await.expect("annotate");
+    reloader.wait_log(bad).await;
+    let relabel = json!({"metadata": {"labels": {"touched": "yes"}}});
+    namespaces.patch(&ns.name, &pp, &kube::api::Patch::Merge(&relabel)).await.expect("relabel");
+    set_configmap_data(&ns, "cfg", &[("k", "v3")]).await;
+    Kind::Deployment.wait_revisions(&ns, "web", 3).await;
+    assert_eq!(reloader.count_log(bad), 1, "one report per value");
+    let events =
+        kube::Api::<k8s_openapi::api::events::v1::Event>::namespaced(testenv::harness::client().await, "default");
+    wait_for("an InvalidAnnotation Event on the namespace", RELOAD_WAIT, || async {
+        let list = events.list(&Default::default()).await.map_err(|e| e.to_string())?;
+        let on_ns = list.items.iter().filter(|e| {
+            e.reason.as_deref() == Some("InvalidAnnotation")
+                && e.regarding.as_ref().is_some_and(|r| {
+                    r.kind.as_deref() == Some("Namespace") && r.name.as_deref() == Some(ns.name.as_str())
+                })
+        });
+        let notes: Vec<String> = on_ns.filter_map(|e| e.note.clone()).collect();
+        match notes.as_slice() {
+            [one] if one.contains(bad) => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
 }

@@ -14,14 +14,17 @@ impl Observer {
         if listed && let Some(seen) = self.seen_namespaces.get_mut(&stream) {
             seen.insert(name.clone());
         }
-        let window = value.as_deref().and_then(|v| match ReloadWindow::parse(v) {
-            Ok(w) => Some(w),
-            Err(e) => {
-                warn!(namespace = %name, value = %v, "namespace '{name}': annotation {RELOAD_WINDOW:?}: {e}; its \
-                      workloads' reloads are not deferred by it");
+        let window = match value.as_deref().map(|v| (v, ReloadWindow::parse(v))) {
+            None => None,
+            Some((_, Ok(w))) => Some(w),
+            Some((v, Err(e))) => {
+                self.report_bad_window(&name, v, &e.to_string());
                 None
             }
-        });
+        };
+        if window.is_some() || value.is_none() {
+            self.bad_windows.remove(&name);
+        }
         let shown = window.as_ref().map(ToString::to_string);
         if !self.ctx.index().set_namespace_window(&name, window) {
             return;
@@ -33,6 +36,23 @@ impl Observer {
         let now = Instant::now();
         for key in self.ctx.waiting.in_namespace(&name) {
             self.enqueue(key, now, Lane::Change);
+        }
+    }
+
+    /// Logs and records an Event for a namespace's invalid `reload-window`, once per value (a namespace's watch
+    /// events and relists repeat it).
+    fn report_bad_window(&mut self, name: &str, value: &str, error: &str) {
+        if self.bad_windows.get(name).is_some_and(|v| v == value) {
+            return;
+        }
+        self.bad_windows.insert(name.to_owned(), value.to_owned());
+        let message = format!(
+            "namespace '{name}': annotation {RELOAD_WINDOW:?} value {value:?}: {error}; its workloads' reloads are \
+             not deferred by it"
+        );
+        warn!(namespace = %name, value = %value, "{message}");
+        if let Some(events) = &self.ctx.events {
+            events.invalid_namespace_annotation(name, &message);
         }
     }
 }

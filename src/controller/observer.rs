@@ -41,6 +41,8 @@ pub(super) struct Observer {
     pub(super) csi: crate::csi::CsiTracker,
     /// CSI: `ignore`/`match` of each SecretProviderClass, by (namespace, name).
     pub(super) csi_flags: HashMap<(String, String), (bool, bool)>,
+    /// Namespaces whose `reload-window` value was reported as invalid, with that value (reported once per value).
+    pub(super) bad_windows: HashMap<String, String>,
     /// Workload streams that may not watch: their kind is listed on each change (fallback.rs).
     pub(super) fallback: HashSet<usize>,
     /// Where fallback LISTs report back.
@@ -76,6 +78,7 @@ impl Observer {
             synced: false,
             csi: crate::csi::CsiTracker::default(),
             csi_flags: HashMap::new(),
+            bad_windows: HashMap::new(),
             fallback: HashSet::new(),
             fallback_tx,
             fallback_rx: Some(fallback_rx),

@@ -266,3 +266,26 @@ async fn a_first_list_records_nothing_unless_the_stream_failed_before() {
     let names: Vec<String> = ctx.index().workload_keys().into_iter().map(|k| k.name).collect();
     assert_eq!(names, ["web"]);
 }
+
+#[tokio::test]
+async fn an_invalid_namespace_window_is_reported_once_per_value() {
+    let ctx = context();
+    let infos = vec![StreamInfo { source: Source::NamespaceWindows, namespace: None }];
+    let mut o = Observer::new(ctx.clone(), infos);
+    let bad =
+        |v: &str| Observed::NamespaceWindow { stream: 0, name: "team".into(), value: Some(v.into()), listed: false };
+    o.apply(bad("Mon-Fri 25:00-26:00 UTC"));
+    assert_eq!(o.bad_windows.get("team").map(String::as_str), Some("Mon-Fri 25:00-26:00 UTC"));
+    // The same value again (a relist, any update of the namespace) is not reported again: the record is unchanged.
+    o.apply(bad("Mon-Fri 25:00-26:00 UTC"));
+    assert_eq!(o.bad_windows.len(), 1);
+    o.apply(bad("nonsense"));
+    assert_eq!(o.bad_windows.get("team").map(String::as_str), Some("nonsense"), "a new bad value is reported");
+    o.apply(Observed::NamespaceWindow {
+        stream: 0,
+        name: "team".into(),
+        value: Some("Mon-Fri 02:00-04:00 UTC".into()),
+        listed: false,
+    });
+    assert!(o.bad_windows.is_empty(), "fixed: a later bad value is reported again");
+}

@@ -175,6 +175,18 @@ impl EventSink {
     pub fn invalid_annotation(&self, key: &WorkloadKey, uid: Option<String>, message: &str) {
         self.send(key, uid, EventType::Warning, "InvalidAnnotation", "Validate", truncate(message.to_owned()));
     }
+
+    /// A bad annotation value on a namespace (its `reload-window`); cluster-scoped, so the Event is written in
+    /// `default`, as Kubernetes records Events about namespaces and nodes.
+    pub fn invalid_namespace_annotation(&self, namespace: &str, message: &str) {
+        let reference = ObjectReference {
+            api_version: Some("v1".to_owned()),
+            kind: Some("Namespace".to_owned()),
+            name: Some(namespace.to_owned()),
+            ..ObjectReference::default()
+        };
+        self.send_to(reference, EventType::Warning, "InvalidAnnotation", "Validate", truncate(message.to_owned()));
+    }
 }
 
 /// Event notes are limited to 1 kB.
