@@ -349,3 +349,29 @@ async fn with_key_level_reloads_a_preview_rolls_only_the_readers_of_the_keys_it_
     );
     assert!(out.ends_with("  now: up to date; a controller starting now would not roll it out\n"), "{out}");
 }
+
+#[tokio::test]
+async fn a_kind_the_caller_may_not_list_is_named_and_the_rest_is_answered() {
+    let ns = TestNamespace::create("explain-403").await;
+    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
+    Kind::Deployment
+        .create(&ns, "web", json!({"reloader.stakater.com/auto": "true"}), json!({}), env_from_configmap("cfg"))
+        .await;
+    // Everything explain reads, except StatefulSets.
+    let rules = json!([
+        {"apiGroups": [""], "resources": ["configmaps", "secrets"], "verbs": ["get", "list"]},
+        {"apiGroups": ["apps"], "resources": ["deployments", "daemonsets"], "verbs": ["get", "list"]},
+        {"apiGroups": ["batch"], "resources": ["cronjobs", "jobs"], "verbs": ["get", "list"]},
+        {"apiGroups": ["argoproj.io"], "resources": ["rollouts"], "verbs": ["get", "list"]},
+        {"apiGroups": ["apps.openshift.io"], "resources": ["deploymentconfigs"], "verbs": ["get", "list"]},
+    ]);
+    let kubeconfig =
+        common::rbac::service_account_with_rules(&ns, "viewer", rules, common::rbac::Scope::Namespace).await;
+    let (ok, out, err) = explain_as(&kubeconfig, &ns, &[], "configmap/cfg", &[]);
+    assert!(ok, "one forbidden kind does not withhold the answer: {err}");
+    assert!(out.contains("Deployment web: auto: referenced via envFrom; container app"), "{out}");
+    assert!(
+        out.contains("StatefulSets could not be listed with these credentials (forbidden): not in this answer"),
+        "{out}"
+    );
+}

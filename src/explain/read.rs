@@ -127,26 +127,28 @@ pub async fn dependents(
         }
     };
     let preview = new_content.map(|new| preview::diff(&current.unwrap_or_default(), new));
-    let (workloads, unwatched) = list_workloads(client, namespace, settings).await?;
+    let (workloads, unwatched, unreadable) = list_workloads(client, namespace, settings).await?;
     let around = Surroundings {
         not_watched: not_watched(client, &config, facts.is_some(), settings).await?,
         facts,
         workloads: &workloads,
         unwatched: &unwatched,
+        unreadable: &unreadable,
         namespace_inactive: namespace_inactive(client, namespace, settings).await?,
         preview,
     };
     Ok(explain_dependents(&config, &around, settings.decisions, settings.strategy))
 }
 
-/// The namespace's workloads of the kinds the controller watches, and the kinds it does not watch.
-async fn list_workloads(
-    client: &Client,
-    namespace: &str,
-    settings: &Settings,
-) -> Result<(Vec<(WorkloadKey, WorkloadSummary)>, Vec<WorkloadKind>), ExplainError> {
+/// What [`list_workloads`] found: the workloads, the kinds not watched, the kinds the caller may not list.
+type Listed = (Vec<(WorkloadKey, WorkloadSummary)>, Vec<WorkloadKind>, Vec<WorkloadKind>);
+
+/// The namespace's workloads of the kinds the controller watches, the kinds it does not watch, and the kinds the
+/// caller's credentials may not list (one forbidden kind does not withhold the answer for the others).
+async fn list_workloads(client: &Client, namespace: &str, settings: &Settings) -> Result<Listed, ExplainError> {
     let mut workloads = Vec::new();
     let mut unwatched = Vec::new();
+    let mut unreadable = Vec::new();
     for kind in WorkloadKind::ALL {
         if !settings.watch.sources.contains(&Source::Workload(kind)) && !optional_on(settings, Source::Workload(kind)) {
             unwatched.push(kind);
@@ -158,10 +160,11 @@ async fn list_workloads(
             // An optional kind whose API is not served here has no workloads to explain.
             Err(kube::Error::Api(s))
                 if s.code == 404 && matches!(kind, WorkloadKind::Rollout | WorkloadKind::DeploymentConfig) => {}
+            Err(kube::Error::Api(s)) if s.code == 403 => unreadable.push(kind),
             Err(source) => return Err(ExplainError::Api { what: format!("listing {kind}s"), source }),
         }
     }
-    Ok((workloads, unwatched))
+    Ok((workloads, unwatched, unreadable))
 }
 
 /// Why the controller does not see the resource: its kind is not watched, or (ConfigMaps and Secrets) its labels

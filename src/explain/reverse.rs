@@ -28,6 +28,8 @@ pub struct Surroundings<'a> {
     pub workloads: &'a [(WorkloadKey, WorkloadSummary)],
     /// Workload kinds the controller does not watch (`--ignored-workload-types`, optional kinds off).
     pub unwatched: &'a [WorkloadKind],
+    /// Workload kinds the caller's credentials may not list here: the answer leaves them out.
+    pub unreadable: &'a [WorkloadKind],
     /// Why the controller does not see the resource at all (kind not watched, labels not selected), if it does not.
     pub not_watched: Option<String>,
     /// Why changes in the namespace are not acted on, if they are not.
@@ -65,6 +67,9 @@ pub struct Dependents {
     pub would_not_roll: Vec<Verdict>,
     /// Workload kinds the controller does not watch.
     pub unwatched_kinds: Vec<String>,
+    /// Workload kinds the caller may not list in the namespace (403): left out of the answer.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unreadable_kinds: Vec<String>,
 }
 
 /// The reason given when a proposed content equals the current one.
@@ -123,6 +128,7 @@ pub fn explain_dependents(
         would_roll,
         would_not_roll,
         unwatched_kinds: around.unwatched.iter().map(ToString::to_string).collect(),
+        unreadable_kinds: around.unreadable.iter().map(ToString::to_string).collect(),
     }
 }
 
@@ -155,6 +161,10 @@ impl Dependents {
         }
         for kind in &self.unwatched_kinds {
             let _ = writeln!(out, "  {kind}s are not watched: never rolled");
+        }
+        for kind in &self.unreadable_kinds {
+            let _ =
+                writeln!(out, "  {kind}s could not be listed with these credentials (forbidden): not in this answer");
         }
         out
     }

@@ -24,6 +24,7 @@ fn around(workloads: &[(WorkloadKey, WorkloadSummary)]) -> Surroundings<'_> {
         facts: Some(ConfigFacts::live(ContentHash::NONE, false, false)),
         workloads,
         unwatched: &[],
+        unreadable: &[],
         not_watched: None,
         namespace_inactive: None,
         preview: None,
@@ -42,7 +43,11 @@ fn lists_who_would_roll_who_would_not_and_what_is_not_watched() {
         workload("plain", json!({}), "cfg"),
         workload("elsewhere", json!({"reloader.stakater.com/auto": "true"}), "other"),
     ];
-    let around = Surroundings { unwatched: &[WorkloadKind::Job], ..around(&workloads) };
+    let around = Surroundings {
+        unwatched: &[WorkloadKind::Job],
+        unreadable: &[WorkloadKind::StatefulSet],
+        ..around(&workloads)
+    };
     let text = explain_dependents(&cfg(), &around, DecisionSettings::default(), ReloadStrategy::EnvVars).to_text();
     assert_eq!(
         text,
@@ -52,7 +57,8 @@ fn lists_who_would_roll_who_would_not_and_what_is_not_watched() {
          \x20   Deployment web: auto: referenced via envFrom; container app\n\
          \x20 use it but would not roll out (1):\n\
          \x20   Deployment plain: no matching annotation\n\
-         \x20 Jobs are not watched: never rolled\n"
+         \x20 Jobs are not watched: never rolled\n\
+         \x20 StatefulSets could not be listed with these credentials (forbidden): not in this answer\n"
     );
 }
 

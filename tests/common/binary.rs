@@ -140,7 +140,17 @@ impl Drop for Reloader {
 
 /// Runs `reloader <flags> explain <target> -n <ns> <after…>` once: (success, stdout, stderr).
 pub fn explain_with(ns: &super::TestNamespace, flags: &[&str], target: &str, after: &[&str]) -> (bool, String, String) {
-    let kubeconfig = testenv::harness::kubeconfig_path();
+    explain_as(&testenv::harness::kubeconfig_path(), ns, flags, target, after)
+}
+
+/// [`explain_with`] with the credentials of `kubeconfig` (e.g. a ServiceAccount's).
+pub fn explain_as(
+    kubeconfig: &std::path::Path,
+    ns: &super::TestNamespace,
+    flags: &[&str],
+    target: &str,
+    after: &[&str],
+) -> (bool, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_reloader"))
         .args(flags)
         .args(["explain", target, "-n", &ns.name])

@@ -11,7 +11,7 @@ pub mod rbac;
 mod receiver;
 
 #[allow(unused_imports)] // not every test binary starts the controller or runs explain
-pub use binary::{Reloader, explain_with};
+pub use binary::{Reloader, explain_as, explain_with};
 #[allow(unused_imports)] // not every test binary receives webhooks
 pub use receiver::{Answer, Received, Receiver};
 
