@@ -35,6 +35,14 @@ impl ConfigKind {
         }
     }
 
+    /// The API group/version of its kind, as object references name it (`v1`, `secrets-store.csi.x-k8s.io/v1`).
+    pub fn api_version(self) -> &'static str {
+        match self {
+            Self::ConfigMap | Self::Secret => "v1",
+            Self::SecretProviderClass => "secrets-store.csi.x-k8s.io/v1",
+        }
+    }
+
     /// Parses either upstream spelling (`CONFIGMAP` or `configmap`).
     pub fn from_upstream(text: &str) -> Option<Self> {
         [Self::ConfigMap, Self::Secret, Self::SecretProviderClass]

@@ -154,16 +154,9 @@ impl EventSink {
 
     /// Ours (issue 17): `Warning` `RolloutHalted` on the resource whose change failed to roll out.
     pub fn change_halted(&self, config: &crate::index::ConfigKey, note: String) {
-        let (api_version, kind) = match config.kind {
-            crate::resource::ConfigKind::ConfigMap => ("v1", "ConfigMap"),
-            crate::resource::ConfigKind::Secret => ("v1", "Secret"),
-            crate::resource::ConfigKind::SecretProviderClass => {
-                ("secrets-store.csi.x-k8s.io/v1", "SecretProviderClass")
-            }
-        };
         let reference = ObjectReference {
-            api_version: Some(api_version.to_owned()),
-            kind: Some(kind.to_owned()),
+            api_version: Some(config.kind.api_version().to_owned()),
+            kind: Some(config.kind.to_string()),
             name: Some(config.name.clone()),
             namespace: Some(config.namespace.to_string()),
             ..ObjectReference::default()

@@ -113,17 +113,18 @@ impl Recent {
         self.by_identity.get_mut(&identity).map(|(p, _)| p)
     }
 
-    /// Remembers a newly created Event.
+    /// Remembers a newly created Event (replacing one of the same identity: the order stays that of creation,
+    /// so expiry stops at the first recent one).
     pub fn created(&mut self, identity: u64, published: Published, now: Instant) {
+        self.forget(identity);
         self.expire(now);
         while self.order.len() >= RECENT_MAX {
             if let Some(oldest) = self.order.pop_front() {
                 self.by_identity.remove(&oldest);
             }
         }
-        if self.by_identity.insert(identity, (published, now)).is_none() {
-            self.order.push_back(identity);
-        }
+        self.by_identity.insert(identity, (published, now));
+        self.order.push_back(identity);
     }
 
     /// Forgets `identity` (its Event is gone from the API server).

@@ -77,3 +77,18 @@ fn a_forgotten_event_is_created_again() {
     recent.created(1, published("a2"), t0);
     assert_eq!(recent.len(), 2);
 }
+
+#[test]
+fn an_event_created_again_expires_from_its_new_creation() {
+    // After a switch to core Events the same identity is created again: it must not keep its old place in line,
+    // where expiring it would stop at a newer time and leave older entries behind it.
+    let mut recent = Recent::default();
+    let t0 = Instant::now();
+    recent.created(1, published("a"), t0);
+    recent.created(2, published("b"), t0 + Duration::from_secs(60));
+    recent.created(1, Published { api: EventsApi::Core, ..published("a2") }, t0 + Duration::from_secs(120));
+    let later = t0 + SERIES_TTL + Duration::from_secs(61);
+    assert_eq!(recent.repeat_of(2, later), None, "b expired");
+    assert_eq!(recent.repeat_of(1, later).map(|p| p.name.clone()), Some("a2".to_owned()));
+    assert_eq!(recent.len(), 1);
+}
