@@ -24,8 +24,8 @@ impl Observer {
         let Some((class, hash)) = class_hash else { return };
         let mut index = self.ctx.index();
         let key = ConfigKey { kind: ConfigKind::SecretProviderClass, namespace: index.intern(namespace), name: class };
-        if listed && let Some(seen) = self.seen_configs.get_mut(&stream) {
-            seen.insert(key.clone());
+        if let Some(seen) = self.relisting.seen(stream, listed) {
+            seen.configs.insert(key.clone());
         }
         let known = index.config(&key).is_some();
         let hash = match self.csi.observe(namespace, name, hash, known) {

@@ -3,7 +3,7 @@
 //! (the first sync proceeds without it), and recovers as soon as it delivers again. A workload kind the
 //! controller may not watch falls back to upstream's list-on-change (fallback.rs).
 
-use std::{collections::HashSet, time::Instant};
+use std::time::Instant;
 
 use tracing::{info, warn};
 
@@ -44,7 +44,7 @@ impl Observer {
         }
         if code == Some(404) && info.source.is_optional() {
             // The API is gone: so are its objects. The watch keeps retrying and relists when it is back.
-            self.prune(id, HashSet::new(), HashSet::new(), HashSet::new());
+            self.prune(id, &super::observer::ListSeen::default());
         }
         self.first_sync_if_complete();
     }

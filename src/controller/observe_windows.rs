@@ -11,20 +11,20 @@ use crate::{constants::annotation::RELOAD_WINDOW, window::ReloadWindow};
 
 impl Observer {
     pub(super) fn namespace_window(&mut self, stream: usize, name: String, value: Option<String>, listed: bool) {
-        if listed && let Some(seen) = self.seen_namespaces.get_mut(&stream) {
-            seen.insert(name.clone());
+        if let Some(seen) = self.relisting.seen(stream, listed) {
+            seen.namespaces.insert(name.clone());
         }
-        let window = match value.as_deref().map(|v| (v, ReloadWindow::parse(v))) {
-            None => None,
-            Some((_, Ok(w))) => Some(w),
-            Some((v, Err(e))) => {
+        let parsed = value.as_deref().map(|v| ReloadWindow::parse(v).map_err(|e| (v, e)));
+        let window = match parsed {
+            Some(Err((v, e))) => {
                 self.report_bad_window(&name, v, &e.to_string());
                 None
             }
+            valid_or_none => {
+                self.bad_windows.remove(&name);
+                valid_or_none.and_then(Result::ok)
+            }
         };
-        if window.is_some() || value.is_none() {
-            self.bad_windows.remove(&name);
-        }
         let shown = window.as_ref().map(ToString::to_string);
         if !self.ctx.index().set_namespace_window(&name, window) {
             return;

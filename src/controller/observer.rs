@@ -17,6 +17,25 @@ use crate::{
     workload::WorkloadKey,
 };
 
+/// What a relist has seen so far (a stream fills the set of its own kind).
+#[derive(Debug, Default)]
+pub(super) struct ListSeen {
+    pub(super) configs: HashSet<ConfigKey>,
+    pub(super) workloads: HashSet<WorkloadKey>,
+    pub(super) namespaces: HashSet<String>,
+}
+
+/// The relists in progress that record what they see, by stream.
+#[derive(Debug, Default)]
+pub(super) struct Relists(HashMap<usize, ListSeen>);
+
+impl Relists {
+    /// The record of `stream`'s relist, when `listed` (the object is part of a list) and that list records.
+    pub(super) fn seen(&mut self, stream: usize, listed: bool) -> Option<&mut ListSeen> {
+        if listed { self.0.get_mut(&stream) } else { None }
+    }
+}
+
 /// Applies observations to the index and queues work.
 pub(super) struct Observer {
     pub(super) ctx: Arc<Context>,
@@ -25,14 +44,12 @@ pub(super) struct Observer {
     listed: Vec<bool>,
     /// Per stream: its last outcome was an error (cleared when it delivers again).
     pub(super) errored: Vec<bool>,
-    /// Per stream that has started a list: the first (unless the stream failed before) needs no record of what it
-    /// saw (the index holds nothing of the stream yet, so nothing can be gone), which spares a set of every key listed at startup (1.6 MB for M1's
-    /// 20,000 resources, heaptrack); a relist records what it sees to forget what it did not.
+    /// Streams that have started a list. The first list of a stream (unless it failed before) records nothing:
+    /// the index holds nothing of the stream yet, so nothing can be gone — which spares a set of every key listed
+    /// at startup (1.6 MB for M1's 20,000 resources, heaptrack). A relist records what it sees, to forget the rest.
     lists_started: HashSet<usize>,
     /// What each stream's current relist has seen so far.
-    pub(super) seen_configs: HashMap<usize, HashSet<ConfigKey>>,
-    seen_workloads: HashMap<usize, HashSet<WorkloadKey>>,
-    pub(super) seen_namespaces: HashMap<usize, HashSet<String>>,
+    pub(super) relisting: Relists,
     /// Namespaces matching `--namespace-selector` (only consulted when it is set).
     selected: HashSet<String>,
     /// Every stream has listed once or failed: changes are acted on from now on.
@@ -71,9 +88,7 @@ impl Observer {
             listed,
             errored,
             lists_started: HashSet::new(),
-            seen_configs: HashMap::new(),
-            seen_workloads: HashMap::new(),
-            seen_namespaces: HashMap::new(),
+            relisting: Relists::default(),
             selected: HashSet::new(),
             synced: false,
             csi: crate::csi::CsiTracker::default(),
@@ -177,9 +192,7 @@ impl Observer {
                 // A stream that failed before may have left entries through the fallback LISTs: it records too.
                 let first = self.lists_started.insert(id) && !self.errored.get(id).copied().unwrap_or(false);
                 if !first {
-                    self.seen_configs.insert(id, HashSet::new());
-                    self.seen_workloads.insert(id, HashSet::new());
-                    self.seen_namespaces.insert(id, HashSet::new());
+                    self.relisting.0.insert(id, ListSeen::default());
                 }
             }
             Observed::ListDone(id) => self.list_done(id),
@@ -187,8 +200,8 @@ impl Observer {
                 let baseline = self.baseline(stream, true);
                 let mut index = self.ctx.index();
                 key.namespace = index.intern(&key.namespace);
-                if listed && let Some(seen) = self.seen_configs.get_mut(&stream) {
-                    seen.insert(key.clone());
+                if let Some(seen) = self.relisting.seen(stream, listed) {
+                    seen.configs.insert(key.clone());
                 }
                 let before = index.config(&key).copied();
                 let update = index.upsert_config(key.clone(), facts, baseline);
@@ -232,8 +245,8 @@ impl Observer {
                 let baseline = self.baseline(stream, false);
                 let mut index = self.ctx.index();
                 key.namespace = index.intern(&key.namespace);
-                if listed && let Some(seen) = self.seen_workloads.get_mut(&stream) {
-                    seen.insert(key.clone());
+                if let Some(seen) = self.relisting.seen(stream, listed) {
+                    seen.workloads.insert(key.clone());
                 }
                 let rollout = summary.rollout;
                 let rollout_before = index.rollout_state(&key);
@@ -283,8 +296,8 @@ impl Observer {
                 self.csi_class(namespace, name, ignored, matched)
             }
             Observed::NamespaceSelected { stream, name, listed } => {
-                if listed && let Some(seen) = self.seen_namespaces.get_mut(&stream) {
-                    seen.insert(name.clone());
+                if let Some(seen) = self.relisting.seen(stream, listed) {
+                    seen.namespaces.insert(name.clone());
                 }
                 if self.selected.insert(name.clone()) {
                     info!("added namespace to be watched: {name}");
@@ -307,11 +320,8 @@ impl Observer {
     /// After a (re)list: forget what the list no longer contains; after the first sync, and after every
     /// relist, reconcile all workloads (an unchanged one costs no request).
     fn list_done(&mut self, id: usize) {
-        let configs = self.seen_configs.remove(&id);
-        let workloads = self.seen_workloads.remove(&id);
-        let namespaces = self.seen_namespaces.remove(&id);
-        if let (Some(configs), Some(workloads), Some(namespaces)) = (configs, workloads, namespaces) {
-            self.prune(id, configs, workloads, namespaces);
+        if let Some(seen) = self.relisting.0.remove(&id) {
+            self.prune(id, &seen);
         }
         self.listed[id] = true;
         self.recovered(id);
@@ -332,13 +342,8 @@ impl Observer {
     }
 
     /// Forgets what stream `id` covers and was not `seen` (in its last list).
-    pub(super) fn prune(
-        &mut self,
-        id: usize,
-        configs: HashSet<ConfigKey>,
-        workloads: HashSet<WorkloadKey>,
-        namespaces: HashSet<String>,
-    ) {
+    pub(super) fn prune(&mut self, id: usize, seen: &ListSeen) {
+        let ListSeen { configs, workloads, namespaces } = seen;
         let Some(info) = self.infos.get(id) else { return };
         let ns = info.namespace.as_deref();
         let mut index = self.ctx.index();
@@ -359,7 +364,7 @@ impl Observer {
                 }
             }
             Source::Namespaces => self.selected.retain(|n| namespaces.contains(n)),
-            Source::NamespaceWindows => index.retain_namespace_windows(&namespaces),
+            Source::NamespaceWindows => index.retain_namespace_windows(namespaces),
             Source::SecretProviderClasses => {}
         }
     }

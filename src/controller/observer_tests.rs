@@ -251,7 +251,7 @@ async fn a_first_list_records_nothing_unless_the_stream_failed_before() {
     let mut o = Observer::new(ctx.clone(), infos);
     o.apply(Observed::ListStarted(0));
     o.apply(config("cfg", "v1", true));
-    assert!(o.seen_configs.is_empty(), "the startup list keeps no set of what it saw");
+    assert!(o.relisting.0.is_empty(), "the startup list keeps no set of what it saw");
     o.apply(Observed::ListDone(0));
     let cfg = ConfigKey { kind: ConfigKind::ConfigMap, namespace: "ns".into(), name: "cfg".into() };
     assert!(ctx.index().config(&cfg).is_some());
