@@ -184,8 +184,9 @@ impl Publisher {
                     p.count = count;
                     return Ok(());
                 }
-                // Expired on the server (Events live an hour by default) or deleted: create it afresh.
-                Err(kube::Error::Api(s)) if s.code == 404 => self.recent.forget(identity),
+                // Expired on the server (Events live an hour by default) or deleted, or the credentials may create
+                // Events but not patch them: create it afresh (a 403 here must not read as "this API is forbidden").
+                Err(kube::Error::Api(s)) if s.code == 404 || s.code == 403 => self.recent.forget(identity),
                 Err(e) => return Err(e),
             }
         }

@@ -2,7 +2,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::ObjectReference;
 
-use super::{EventNote, EventType, EventsApi, Published, RECENT_MAX, Recent, SERIES_TTL};
+use super::{EventNote, EventType, EventsApi, Published, Publisher, RECENT_MAX, Recent, SERIES_TTL};
 
 fn note(name: &str, text: &str) -> EventNote {
     EventNote {
@@ -91,4 +91,33 @@ fn an_event_created_again_expires_from_its_new_creation() {
     assert_eq!(recent.repeat_of(2, later), None, "b expired");
     assert_eq!(recent.repeat_of(1, later).map(|p| p.name.clone()), Some("a2".to_owned()));
     assert_eq!(recent.len(), 1);
+}
+
+#[tokio::test]
+async fn a_repeat_that_may_not_be_patched_is_created_as_a_new_event() {
+    use kube::client::Body;
+    let (service, mut handle) = tower_test::mock::pair::<http::Request<Body>, http::Response<Body>>();
+    let mut publisher = Publisher::new(kube::Client::new(service, "default"));
+    let server = tokio::spawn(async move {
+        let mut seen = Vec::new();
+        for status in [201, 403, 201] {
+            let (request, respond) = handle.next_request().await.expect("a request");
+            seen.push(format!("{} {}", request.method(), request.uri().path()));
+            let body = if status == 403 {
+                r#"{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403}"#
+            } else {
+                "{}"
+            };
+            let response = http::Response::builder().status(status).body(Body::from(body.as_bytes().to_vec()));
+            respond.send_response(response.expect("response"));
+        }
+        seen
+    });
+    publisher.publish(&note("web", "x"), EventsApi::V1).await.expect("created");
+    publisher.publish(&note("web", "x"), EventsApi::V1).await.expect("created again, not failed");
+    let seen = server.await.expect("server");
+    let path = "/apis/events.k8s.io/v1/namespaces/ns/events";
+    assert_eq!(seen[0], format!("POST {path}"));
+    assert!(seen[1].starts_with(&format!("PATCH {path}/web.")), "the repeat counts on the first: {seen:?}");
+    assert_eq!(seen[2], format!("POST {path}"), "refused: created as a new Event");
 }
