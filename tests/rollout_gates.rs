@@ -52,13 +52,20 @@ async fn deployment_status(ns: &TestNamespace, name: &str) -> (bool, Option<Stri
     (observed && counts.iter().all(|c| *c), progressing)
 }
 
+/// The Events with `reason` on the object `name`, once there is at least one: Events are published after the
+/// decision is logged, off the reconcile path, so the log line can come first.
 async fn events(ns: &TestNamespace, name: &str, reason: &str) -> Vec<Event> {
-    let list = ns.api::<Event>().list(&ListParams::default()).await.expect("list events");
-    list.items
-        .into_iter()
-        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
-        .filter(|e| e.reason.as_deref() == Some(reason))
-        .collect()
+    wait_for(&format!("a {reason} Event on {name}"), Duration::from_secs(30), || async {
+        let list = ns.api::<Event>().list(&ListParams::default()).await.map_err(|e| e.to_string())?;
+        let found: Vec<Event> = list
+            .items
+            .into_iter()
+            .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
+            .filter(|e| e.reason.as_deref() == Some(reason))
+            .collect();
+        if found.is_empty() { Err("none yet".to_owned()) } else { Ok(found) }
+    })
+    .await
 }
 
 /// Whether the tests run on the local plane, whose KWOK keeps pods unready for one content; says so when not.
