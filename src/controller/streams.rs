@@ -29,7 +29,7 @@ use crate::{
     keyprints::KeyDigest,
     references::KeySet,
     resource::ConfigKind,
-    workload::{WorkloadKey, WorkloadObject, summarise},
+    workload::{Lean, WorkloadKey, WorkloadObject, summarise},
 };
 
 /// A namespace selector's matches as observations.
@@ -140,18 +140,24 @@ fn workload_list_config() -> watcher::Config {
     watcher::Config::default().page_size(WORKLOAD_LIST_PAGE_SIZE)
 }
 
+/// Workloads are decoded [`Lean`]: without their `managedFields`.
 pub(super) fn workload_stream<K: WorkloadObject>(
-    api: Api<K>,
+    api: Api<Lean<K>>,
     id: usize,
     keys: Arc<AnnotationKeys>,
 ) -> BoxStream<'static, Observed> {
     translate(
         watcher(api, workload_list_config()).default_backoff(),
         id,
-        move |obj: K, listed| {
-            summarise(&obj, &keys).map(|(key, s)| Observed::Workload { stream: id, key, summary: Box::new(s), listed })
+        move |obj: Lean<K>, listed| {
+            summarise(&obj.0, &keys).map(|(key, s)| Observed::Workload {
+                stream: id,
+                key,
+                summary: Box::new(s),
+                listed,
+            })
         },
-        |obj: K| {
+        |obj: Lean<K>| {
             let namespace = obj.namespace()?;
             Some(Observed::WorkloadDeleted(WorkloadKey {
                 kind: K::KIND,
@@ -211,15 +217,15 @@ pub(super) fn csi_class_stream(
 /// Custom resources whose schema we do not own: an object that does not deserialize is logged and skipped
 /// instead of failing the whole watch.
 pub(super) fn guarded_workload_stream<K: WorkloadObject>(
-    api: Api<DeserializeGuard<K>>,
+    api: Api<DeserializeGuard<Lean<K>>>,
     id: usize,
     keys: Arc<AnnotationKeys>,
 ) -> BoxStream<'static, Observed> {
     translate(
         watcher(api, workload_list_config()).default_backoff(),
         id,
-        move |obj: DeserializeGuard<K>, listed| match obj.0 {
-            Ok(obj) => summarise(&obj, &keys).map(|(key, s)| Observed::Workload {
+        move |obj: DeserializeGuard<Lean<K>>, listed| match obj.0 {
+            Ok(obj) => summarise(&obj.0, &keys).map(|(key, s)| Observed::Workload {
                 stream: id,
                 key,
                 summary: Box::new(s),
@@ -231,7 +237,7 @@ pub(super) fn guarded_workload_stream<K: WorkloadObject>(
                 None
             }
         },
-        |obj: DeserializeGuard<K>| {
+        |obj: DeserializeGuard<Lean<K>>| {
             let namespace = obj.namespace()?;
             Some(Observed::WorkloadDeleted(WorkloadKey {
                 kind: K::KIND,

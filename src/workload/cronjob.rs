@@ -7,6 +7,7 @@ use k8s_openapi::api::{
     batch::v1::{CronJob, Job},
     core::v1::PodTemplateSpec,
 };
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{
     Client,
     api::{DynamicObject, PostParams},
@@ -22,6 +23,12 @@ use crate::{
 
 impl WorkloadObject for CronJob {
     const KIND: WorkloadKind = WorkloadKind::CronJob;
+    type Spec = k8s_openapi::api::batch::v1::CronJobSpec;
+    type Status = k8s_openapi::api::batch::v1::CronJobStatus;
+
+    fn from_parts(metadata: ObjectMeta, spec: Option<Self::Spec>, status: Option<Self::Status>) -> Self {
+        Self { metadata, spec, status }
+    }
 
     fn pod_template(&self) -> Option<&PodTemplateSpec> {
         self.spec.as_ref()?.job_template.spec.as_ref().map(|s| &s.template)

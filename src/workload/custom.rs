@@ -131,6 +131,12 @@ pub(super) async fn write<K: kube::Resource<DynamicType = ()>>(
 
 impl super::WorkloadObject for Rollout {
     const KIND: super::WorkloadKind = super::WorkloadKind::Rollout;
+    type Spec = TemplateSpec;
+    type Status = RolloutStatus;
+
+    fn from_parts(metadata: ObjectMeta, spec: Option<TemplateSpec>, status: Option<RolloutStatus>) -> Self {
+        Self { metadata, spec, status }
+    }
 
     fn pod_template(&self) -> Option<&PodTemplateSpec> {
         self.spec.as_ref()?.template.as_ref()
@@ -143,6 +149,12 @@ impl super::WorkloadObject for Rollout {
 
 impl super::WorkloadObject for DeploymentConfig {
     const KIND: super::WorkloadKind = super::WorkloadKind::DeploymentConfig;
+    type Spec = TemplateSpec;
+    type Status = RolloutStatus;
+
+    fn from_parts(metadata: ObjectMeta, spec: Option<TemplateSpec>, status: Option<RolloutStatus>) -> Self {
+        Self { metadata, spec, status }
+    }
 
     fn pod_template(&self) -> Option<&PodTemplateSpec> {
         self.spec.as_ref()?.template.as_ref()

@@ -1,11 +1,18 @@
 //! apps/v1 Deployment: the pod template at `spec.template`, patched with a strategic merge patch (upstream v1).
 
 use k8s_openapi::api::{apps::v1::Deployment, core::v1::PodTemplateSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::{WorkloadKind, WorkloadObject};
 
 impl WorkloadObject for Deployment {
     const KIND: WorkloadKind = WorkloadKind::Deployment;
+    type Spec = k8s_openapi::api::apps::v1::DeploymentSpec;
+    type Status = k8s_openapi::api::apps::v1::DeploymentStatus;
+
+    fn from_parts(metadata: ObjectMeta, spec: Option<Self::Spec>, status: Option<Self::Status>) -> Self {
+        Self { metadata, spec, status }
+    }
 
     fn pod_template(&self) -> Option<&PodTemplateSpec> {
         self.spec.as_ref().map(|s| &s.template)

@@ -3,6 +3,7 @@
 //! (selector, controller-uid labels, status, identity) are stripped first. The Job is read and recreated as
 //! JSON, so fields newer than this binary's API types survive the round trip.
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use std::time::Duration;
 
 use k8s_openapi::api::{batch::v1::Job, core::v1::PodTemplateSpec};
@@ -17,6 +18,12 @@ use crate::{constants::annotation::APPLIED_HASHES, strategy::apply_to_template_j
 
 impl WorkloadObject for Job {
     const KIND: WorkloadKind = WorkloadKind::Job;
+    type Spec = k8s_openapi::api::batch::v1::JobSpec;
+    type Status = k8s_openapi::api::batch::v1::JobStatus;
+
+    fn from_parts(metadata: ObjectMeta, spec: Option<Self::Spec>, status: Option<Self::Status>) -> Self {
+        Self { metadata, spec, status }
+    }
 
     fn pod_template(&self) -> Option<&PodTemplateSpec> {
         self.spec.as_ref().map(|s| &s.template)

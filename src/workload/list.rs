@@ -8,7 +8,7 @@ use k8s_openapi::api::{
 };
 use kube::{Api, Client, api::ListParams};
 
-use super::{WorkloadKey, WorkloadKind, WorkloadObject, WorkloadSummary, custom, summarise};
+use super::{Lean, WorkloadKey, WorkloadKind, WorkloadObject, WorkloadSummary, custom, summarise};
 use crate::annotations::AnnotationKeys;
 
 /// Every workload of `kind` in `namespace`, summarised.
@@ -34,6 +34,6 @@ async fn list<K: WorkloadObject>(
     namespace: &str,
     keys: &AnnotationKeys,
 ) -> Result<Vec<(WorkloadKey, WorkloadSummary)>, kube::Error> {
-    let items = Api::<K>::namespaced(client.clone(), namespace).list(&ListParams::default()).await?.items;
-    Ok(items.iter().filter_map(|o| summarise(o, keys)).collect())
+    let items = Api::<Lean<K>>::namespaced(client.clone(), namespace).list(&ListParams::default()).await?.items;
+    Ok(items.iter().filter_map(|o| summarise(&o.0, keys)).collect())
 }

@@ -6,6 +6,7 @@ pub mod custom;
 mod daemonset;
 mod deployment;
 mod job;
+mod lean;
 mod list;
 pub mod rollout;
 mod statefulset;
@@ -14,6 +15,7 @@ mod test_support;
 
 use std::{collections::BTreeMap, fmt, sync::Arc};
 
+pub use lean::Lean;
 pub use list::list_summaries;
 pub use rollout::RolloutState;
 
@@ -23,6 +25,7 @@ use k8s_openapi::{
         apps::v1::{DaemonSet, Deployment, StatefulSet},
         core::v1::PodTemplateSpec,
     },
+    apimachinery::pkg::apis::meta::v1::ObjectMeta,
 };
 use kube::{
     Api, Client, Resource, ResourceExt,
@@ -137,6 +140,14 @@ pub trait WorkloadObject:
 {
     /// Its kind.
     const KIND: WorkloadKind;
+    /// Its `spec` type.
+    type Spec: DeserializeOwned + Send + Sync + 'static;
+    /// Its `status` type.
+    type Status: DeserializeOwned + Send + Sync + 'static;
+
+    /// The object from its parts ([`Lean`] decodes them without `managedFields`).
+    fn from_parts(metadata: ObjectMeta, spec: Option<Self::Spec>, status: Option<Self::Status>) -> Self;
+
     /// Its pod template.
     fn pod_template(&self) -> Option<&PodTemplateSpec>;
 
