@@ -35,6 +35,7 @@ macro_rules! impl_namespaced_resource {
 }
 
 pub mod alerts;
+pub mod allocator;
 pub mod annotations;
 pub mod client;
 pub mod config;

@@ -18,11 +18,16 @@ use tokio_util::sync::CancellationToken;
 // 36.5 MiB, CPU 0.90 vs 1.33 s, ready 1.0 vs 1.6 s against the two-thread default of this machine (BENCHMARKS.md).
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
+    // First, before anything is logged or connected: returns only when the allocator is tuned already or cannot be.
+    let untuned = reloader::allocator::reexec_with_tunables();
     // One rustls crypto provider for the whole process (rust-stack.md §1.10): ring, as kube uses.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let args = Args::parse();
     // `explain` prints its answer on stdout: log lines (e.g. flag warnings) go to stderr then.
     init_logging(&args, args.command.is_some());
+    if let Some(why) = untuned {
+        tracing::warn!("{why}");
+    }
     let validated =
         Settings::from_args(&args).map_err(|e| e.to_string()).and_then(|s| Ok((s, args.leader.validate()?)));
     let (settings, election) = match validated {

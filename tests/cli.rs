@@ -106,3 +106,26 @@ async fn an_upstream_command_line_starts_and_serves_on_ipv6_and_ipv4() {
         assert_eq!((status, body.as_str()), (200, "ok"), "{host}");
     }
 }
+
+/// Whether a running process's environment holds `GLIBC_TUNABLES=<value>`. glibc's loader parses the variable in
+/// place, so `/proc/<pid>/environ` may show its `:` separators as NULs.
+fn has_tunables(pid: u32, value: &str) -> bool {
+    let raw = std::fs::read(format!("/proc/{pid}/environ")).expect("read environ");
+    let entry = format!("\0GLIBC_TUNABLES={value}\0");
+    let parsed = entry.replace(':', "\0");
+    let holds = |needle: &str| raw.windows(needle.len()).any(|w| w == needle.as_bytes());
+    holds(&entry) || holds(&parsed)
+}
+
+#[tokio::test]
+async fn the_controller_runs_with_the_allocator_tunables_and_keeps_a_users_own() {
+    let ns = TestNamespace::create("tunables").await;
+    // Re-executed once with them (src/allocator.rs): the same process, started once.
+    let tuned = Reloader::start(&ns.name, &[]).await;
+    assert!(has_tunables(tuned.pid(), reloader::allocator::TUNABLES));
+    assert_eq!(tuned.count_log("Starting Reloader"), 1, "{:?}", tuned.logs());
+    drop(tuned);
+    let users = Reloader::start_with_env(&ns.name, &[], &[("GLIBC_TUNABLES", "glibc.malloc.arena_max=1")]).await;
+    assert!(has_tunables(users.pid(), "glibc.malloc.arena_max=1"));
+    assert!(!has_tunables(users.pid(), reloader::allocator::TUNABLES));
+}
