@@ -14,7 +14,10 @@ use kube::{
 };
 use serde_json::{Value, json};
 
-use super::{WorkloadKey, WorkloadKind, WorkloadObject, WorkloadWrite, get_json, json_api, patch_metadata};
+use super::{
+    WorkloadKey, WorkloadKind, WorkloadObject, WorkloadWrite,
+    write::{get_json, json_api, patch_metadata},
+};
 use crate::{
     constants::{CRONJOB_INSTANTIATE, annotation::APPLIED_HASHES},
     hash::ContentHash,

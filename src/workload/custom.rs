@@ -126,7 +126,7 @@ pub(super) async fn write<K: kube::Resource<DynamicType = ()>>(
         return Ok(());
     }
     let url = <DynamicObject as kube::Resource>::url_path(&resource, Some(&key.namespace));
-    super::patch_ignoring_response(client, &url, &key.name, &Patch::Merge(&body)).await
+    super::write::patch_ignoring_response(client, &url, &key.name, &Patch::Merge(&body)).await
 }
 
 impl super::WorkloadObject for Rollout {

@@ -13,7 +13,10 @@ use kube::{
 };
 use serde_json::Value;
 
-use super::{WorkloadKey, WorkloadKind, WorkloadObject, WorkloadWrite, get_json, json_api, patch_metadata};
+use super::{
+    WorkloadKey, WorkloadKind, WorkloadObject, WorkloadWrite,
+    write::{get_json, json_api, patch_metadata},
+};
 use crate::{constants::annotation::APPLIED_HASHES, strategy::apply_to_template_json};
 
 impl WorkloadObject for Job {

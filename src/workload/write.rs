@@ -1,0 +1,169 @@
+//! Writing a reload into a workload: one strategic merge patch for kinds with a mutable pod template (the
+//! hashes record, the template change and, for Deployments, pausing), the kind's own write for the others, and
+//! PATCHes whose responses are not decoded.
+
+use std::fmt;
+
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
+use kube::{
+    Api, Client,
+    api::{ApiResource, DynamicObject, Patch, PatchParams},
+};
+use serde_json::{Value, json};
+
+use super::{WorkloadKey, WorkloadKind, WorkloadObject, cronjob, custom, job};
+use crate::{
+    constants::{FIELD_MANAGER, annotation::APPLIED_HASHES},
+    pause::PauseAction,
+    strategy::{self, ReloadStrategy, TemplateChange},
+};
+
+/// Everything one reconcile writes to a workload.
+#[derive(Clone, Debug)]
+pub struct WorkloadWrite<'a> {
+    /// How the reload is recorded in the template.
+    pub strategy: ReloadStrategy,
+    /// The resources reloaded for (may be empty when only the record is written).
+    pub changes: &'a [TemplateChange],
+    /// Now, for upstream's `observedAt`.
+    pub now_unix: i64,
+    /// New `applied-hashes` record, if it must be written.
+    pub applied_hashes: Option<String>,
+    /// Pause or resume a Deployment in the same patch: (`paused-at` key, action).
+    pub pause: Option<(&'a str, PauseAction)>,
+    /// Argo `rollout-strategy: restart`: set `spec.restartAt` instead of changing the template.
+    pub restart: bool,
+}
+
+/// Writes a reload: one strategic merge patch for Deployments, StatefulSets and DaemonSets; a new Job for a
+/// CronJob; delete and recreate for a Job.
+pub async fn write(client: &Client, key: &WorkloadKey, w: &WorkloadWrite<'_>) -> Result<(), kube::Error> {
+    match key.kind {
+        WorkloadKind::Deployment => template_patch::<Deployment>(client, key, w).await,
+        WorkloadKind::StatefulSet => template_patch::<StatefulSet>(client, key, w).await,
+        WorkloadKind::DaemonSet => template_patch::<DaemonSet>(client, key, w).await,
+        WorkloadKind::CronJob => cronjob::write(client, key, w).await,
+        WorkloadKind::Job => job::write(client, key, w).await,
+        WorkloadKind::Rollout => custom::write::<custom::Rollout>(client, key, w, w.restart).await,
+        WorkloadKind::DeploymentConfig => custom::write::<custom::DeploymentConfig>(client, key, w, false).await,
+    }
+}
+
+fn metadata_fragment(w: &WorkloadWrite<'_>) -> Option<Value> {
+    w.applied_hashes.as_ref().map(|h| json!({"annotations": {APPLIED_HASHES: h}}))
+}
+
+/// The one patch for kinds with a mutable pod template: the hashes record, the template change and, for
+/// Deployments, pausing (v2 applies the pause in the same patch; v1 used two writes and could get stuck).
+fn template_patch_body(w: &WorkloadWrite<'_>) -> Value {
+    let mut body = json!({});
+    if let Some(meta) = metadata_fragment(w) {
+        body["metadata"] = meta;
+    }
+    if !w.changes.is_empty() {
+        body["spec"] = json!({"template": strategy::template_patch(w.strategy, w.changes, w.now_unix)});
+    }
+    let pause = match &w.pause {
+        Some((key, PauseAction::Pause { at })) => Some((*key, json!(at), true)),
+        Some((key, PauseAction::Resume)) => Some((*key, Value::Null, false)),
+        _ => None,
+    };
+    if let Some((key, at, paused)) = pause {
+        body["metadata"]["annotations"][key] = at;
+        body["spec"]["paused"] = json!(paused);
+    }
+    body
+}
+
+async fn template_patch<K: WorkloadObject>(
+    client: &Client,
+    key: &WorkloadKey,
+    w: &WorkloadWrite<'_>,
+) -> Result<(), kube::Error> {
+    strategic_patch::<K>(client, key, &template_patch_body(w)).await
+}
+
+/// Objects of kind `K` in `namespace` as JSON, so fields newer than this binary's API types survive a
+/// read-modify-create (CronJob spawns, Job recreates).
+pub(super) fn json_api<K: WorkloadObject>(client: &Client, namespace: &str) -> Api<DynamicObject> {
+    Api::namespaced_with(client.clone(), namespace, &ApiResource::erase::<K>(&()))
+}
+
+/// GETs `name` as a JSON value.
+pub(super) async fn get_json(api: &Api<DynamicObject>, name: &str) -> Result<Value, kube::Error> {
+    serde_json::to_value(api.get(name).await?).map_err(kube::Error::SerdeError)
+}
+
+/// Records the hashes only (metadata never rolls pods).
+pub(super) async fn patch_metadata<K: WorkloadObject>(
+    client: &Client,
+    key: &WorkloadKey,
+    w: &WorkloadWrite<'_>,
+) -> Result<(), kube::Error> {
+    match metadata_fragment(w) {
+        Some(meta) => strategic_patch::<K>(client, key, &json!({"metadata": meta})).await,
+        None => Ok(()),
+    }
+}
+
+async fn strategic_patch<K: WorkloadObject>(
+    client: &Client,
+    key: &WorkloadKey,
+    body: &Value,
+) -> Result<(), kube::Error> {
+    let url = K::url_path(&(), Some(&key.namespace));
+    patch_ignoring_response(client, &url, &key.name, &Patch::Strategic(body)).await
+}
+
+/// PATCHes `name` in the collection at `url` as field manager `reloader`, and does not decode the object the
+/// API server returns: the workload watch delivers it anyway, and decoding a whole workload per reload took
+/// CPU from the cores a small control plane shares with the controller (BENCHMARKS.md, S2).
+pub(super) async fn patch_ignoring_response<P: serde::Serialize + fmt::Debug>(
+    client: &Client,
+    url: &str,
+    name: &str,
+    patch: &Patch<P>,
+) -> Result<(), kube::Error> {
+    let params = PatchParams { field_manager: Some(FIELD_MANAGER.into()), ..PatchParams::default() };
+    let request = kube::core::Request::new(url).patch(name, &params, patch).map_err(kube::Error::BuildRequest)?;
+    client.request_text(request).await.map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{hash::ContentHash, resource::ConfigKind};
+
+    #[test]
+    fn one_patch_carries_record_template_change_and_pause() {
+        let changes = [TemplateChange {
+            kind: ConfigKind::ConfigMap,
+            name: "cfg".into(),
+            namespace: "ns".into(),
+            hash: ContentHash::NONE,
+            container: "app".into(),
+            deleted: false,
+        }];
+        let w = WorkloadWrite {
+            strategy: ReloadStrategy::EnvVars,
+            changes: &changes,
+            now_unix: 0,
+            applied_hashes: Some("{}".into()),
+            pause: Some(("example.com/paused-at", PauseAction::Pause { at: "2026-12-02T10:00:00Z".into() })),
+            restart: false,
+        };
+        let hash = ContentHash::NONE.to_string();
+        assert_eq!(
+            template_patch_body(&w),
+            serde_json::json!({
+                "metadata": {"annotations": {APPLIED_HASHES: "{}", "example.com/paused-at": "2026-12-02T10:00:00Z"}},
+                "spec": {"paused": true, "template": {"spec": {"containers": [{"name": "app", "env": [{"name": "STAKATER_CFG_CONFIGMAP", "value": hash}]}]}}}
+            })
+        );
+        let resume = WorkloadWrite { changes: &[], applied_hashes: None, pause: Some(("k", PauseAction::Resume)), ..w };
+        assert_eq!(
+            template_patch_body(&resume),
+            serde_json::json!({"metadata": {"annotations": {"k": null}}, "spec": {"paused": false}})
+        );
+    }
+}
