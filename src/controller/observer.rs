@@ -364,7 +364,11 @@ impl Observer {
                 }
             }
             Source::Namespaces => self.selected.retain(|n| namespaces.contains(n)),
-            Source::NamespaceWindows => index.retain_namespace_windows(namespaces),
+            Source::NamespaceWindows => {
+                index.retain_namespace_windows(namespaces);
+                // A namespace gone while the watch was away takes its reported bad value along.
+                self.bad_windows.retain(|n, _| namespaces.contains(n));
+            }
             Source::SecretProviderClasses => {}
         }
     }

@@ -289,3 +289,26 @@ async fn an_invalid_namespace_window_is_reported_once_per_value() {
     });
     assert!(o.bad_windows.is_empty(), "fixed: a later bad value is reported again");
 }
+
+#[tokio::test]
+async fn a_namespace_gone_from_a_relist_forgets_its_reported_bad_window() {
+    let ctx = context();
+    let infos = vec![StreamInfo { source: Source::NamespaceWindows, namespace: None }];
+    let mut o = Observer::new(ctx, infos);
+    let window = |name: &str, value: &str, listed| Observed::NamespaceWindow {
+        stream: 0,
+        name: name.into(),
+        value: Some(value.into()),
+        listed,
+    };
+    o.apply(Observed::ListStarted(0));
+    o.apply(window("team", "nonsense", true));
+    o.apply(window("other", "nonsense", true));
+    o.apply(Observed::ListDone(0));
+    assert_eq!(o.bad_windows.len(), 2);
+    // The watch relists; `team` was deleted meanwhile.
+    o.apply(Observed::ListStarted(0));
+    o.apply(window("other", "nonsense", true));
+    o.apply(Observed::ListDone(0));
+    assert_eq!(o.bad_windows.keys().collect::<Vec<_>>(), ["other"]);
+}
