@@ -10,6 +10,41 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 /// One key's fingerprint: (name, value), each a 32-bit digest.
 pub type KeyPrint = (u32, u32);
 
+/// The fingerprints the index keeps per resource: a single key's (the common case) inline, more on the heap — a
+/// boxed one-element slice costs a 32-byte allocation per resource (0.6 MB at M1's 20,000).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KeyPrints {
+    /// Exactly one key.
+    One(KeyPrint),
+    /// None, or more than one.
+    Many(Box<[KeyPrint]>),
+}
+
+impl Default for KeyPrints {
+    fn default() -> Self {
+        Self::Many(Box::default())
+    }
+}
+
+impl From<&[KeyPrint]> for KeyPrints {
+    fn from(prints: &[KeyPrint]) -> Self {
+        match prints {
+            [one] => Self::One(*one),
+            many => Self::Many(many.into()),
+        }
+    }
+}
+
+impl KeyPrints {
+    /// The fingerprints, sorted by name digest.
+    pub fn as_slice(&self) -> &[KeyPrint] {
+        match self {
+            Self::One(print) => std::slice::from_ref(print),
+            Self::Many(prints) => prints,
+        }
+    }
+}
+
 /// A resource's keys as a watch delivers them: their names (to report) and fingerprints (to keep).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct KeyDigest {
@@ -123,6 +158,18 @@ mod tests {
         assert!(diff(&old.prints, &old).is_empty());
         let gone = diff(&old.prints, &configmap_digest(&cm(&[])));
         assert_eq!(gone.to_string(), "3 removed");
+    }
+
+    #[test]
+    fn kept_prints_are_the_digests_and_one_key_needs_no_allocation() {
+        for pairs in [&[][..], &[("a", "1")], &[("a", "1"), ("b", "2"), ("c", "3")]] {
+            let digest = configmap_digest(&cm(pairs));
+            let kept = KeyPrints::from(&digest.prints[..]);
+            assert_eq!(kept.as_slice(), &digest.prints[..]);
+            assert_eq!(matches!(kept, KeyPrints::One(_)), pairs.len() == 1);
+        }
+        // The one-key form lives where the pointer of the boxed form would: no larger than a boxed slice.
+        assert_eq!(std::mem::size_of::<KeyPrints>(), std::mem::size_of::<Box<[KeyPrint]>>());
     }
 
     #[test]

@@ -44,9 +44,9 @@ impl Index {
         digest: &KeyDigest,
     ) -> Option<Arc<ChangedKeys>> {
         let entry = self.configs.get_mut(key)?;
-        let old = std::mem::replace(&mut entry.prints, digest.prints.clone());
+        let old = std::mem::replace(&mut entry.prints, (&digest.prints[..]).into());
         let (ConfigUpdate::Changed { .. }, Some(before)) = (update, before) else { return None };
-        let keys = Arc::new(diff(&old, digest));
+        let keys = Arc::new(diff(old.as_slice(), digest));
         let to = entry.facts.hash;
         let recent = &mut self.recent;
         let transitions = recent.by_config.entry(key.clone()).or_insert_with(|| {

@@ -31,7 +31,7 @@ impl Index {
         let previous = match self.configs.get_mut(&key) {
             Some(entry) => Some(std::mem::replace(&mut entry.facts, facts)),
             None => {
-                self.configs.insert(key.clone(), ConfigEntry { facts, prints: Box::default() });
+                self.configs.insert(key.clone(), ConfigEntry { facts, prints: Default::default() });
                 None
             }
         };

@@ -14,6 +14,7 @@ mod configs;
 mod gates;
 mod plan;
 mod readers;
+mod table;
 mod views;
 
 use std::{
@@ -71,7 +72,7 @@ pub struct ConfigFacts {
 /// What the index keeps per resource: its facts and a fingerprint per key (to name changed keys).
 struct ConfigEntry {
     facts: ConfigFacts,
-    prints: Box<[crate::keyprints::KeyPrint]>,
+    prints: crate::keyprints::KeyPrints,
 }
 
 /// How an upsert changed a resource.
@@ -142,7 +143,7 @@ struct WorkloadState {
 /// The in-memory index.
 #[derive(Default)]
 pub struct Index {
-    configs: HashMap<ConfigKey, ConfigEntry>,
+    configs: table::ConfigTable,
     /// Boxed: a `WorkloadState` is ~900 bytes and a hash table keeps its capacity's worth of slots, a quarter
     /// to a half of them empty (heaptrack at M1: 1.8 MB of table for 1,000 workloads).
     workloads: HashMap<WorkloadKey, Box<WorkloadState>>,
