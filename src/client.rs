@@ -19,6 +19,15 @@ pub async fn counted_client(counter: IntCounterVec, duration: HistogramVec) -> R
     Ok(ClientBuilder::try_from(config)?.with_layer(&layer).build())
 }
 
+/// Sends a write whose response nothing reads, asking for the object's metadata only
+/// ([`crate::constants::ACCEPT_METADATA_ONLY`]: a Deployment's PATCH response is 3.7 instead of 5.4 KB), and drops
+/// the response undecoded.
+pub async fn send_ignoring_response(client: &kube::Client, mut request: Request<Vec<u8>>) -> Result<(), kube::Error> {
+    let accept = http::HeaderValue::from_static(crate::constants::ACCEPT_METADATA_ONLY);
+    request.headers_mut().insert(http::header::ACCEPT, accept);
+    client.request_text(request).await.map(|_| ())
+}
+
 /// Counts requests by response code, method and host, and times them by verb and host.
 #[derive(Clone)]
 pub struct CountRequests {

@@ -68,6 +68,11 @@ pub const CRONJOB_INSTANTIATE: (&str, &str) = ("cronjob.kubernetes.io/instantiat
 /// Field manager for every write (upstream v2 uses `reloader`).
 pub const FIELD_MANAGER: &str = "reloader";
 
+/// `Accept` of writes whose response is dropped: the object's metadata only (the API server's
+/// `PartialObjectMetadata` conversion, as `kubectl get -o name` uses), or the whole object from a server that
+/// cannot convert it.
+pub const ACCEPT_METADATA_ONLY: &str = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1, application/json";
+
 /// Helm stores releases in Secrets of this type; they are large, numerous and never mounted by pods, so the
 /// Secret watch excludes them server-side (design.md "Memory").
 pub const SECRET_FIELD_SELECTOR: &str = "type!=helm.sh/release.v1";

@@ -269,10 +269,10 @@ async fn create(
         }
     };
     let body = body.map_err(kube::Error::SerdeError)?;
-    // The response (the Event as stored) is read and dropped, not decoded: nothing here needs it.
+    // The response (the Event as stored) is dropped, not decoded: nothing here needs it.
     let request =
         kube::core::Request::new(url).create(&PostParams::default(), body).map_err(kube::Error::BuildRequest)?;
-    client.request_text(request).await.map(|_| ())
+    crate::client::send_ignoring_response(client, request).await
 }
 
 #[cfg(test)]

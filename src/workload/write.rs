@@ -126,7 +126,7 @@ pub(super) async fn patch_ignoring_response<P: serde::Serialize + fmt::Debug>(
 ) -> Result<(), kube::Error> {
     let params = PatchParams { field_manager: Some(FIELD_MANAGER.into()), ..PatchParams::default() };
     let request = kube::core::Request::new(url).patch(name, &params, patch).map_err(kube::Error::BuildRequest)?;
-    client.request_text(request).await.map(|_| ())
+    crate::client::send_ignoring_response(client, request).await
 }
 
 #[cfg(test)]
@@ -165,5 +165,41 @@ mod tests {
             template_patch_body(&resume),
             serde_json::json!({"metadata": {"annotations": {"k": null}}, "spec": {"paused": false}})
         );
+    }
+
+    /// A reload is one strategic merge PATCH as field manager `reloader`, asking for the metadata only; a
+    /// response in either shape (or none decodable) is a success.
+    #[tokio::test]
+    async fn a_reload_is_one_patch_asking_for_metadata_only() {
+        use kube::client::Body;
+        let (service, mut handle) = tower_test::mock::pair::<http::Request<Body>, http::Response<Body>>();
+        let client = Client::new(service, "default");
+        let server = tokio::spawn(async move {
+            let (request, respond) = handle.next_request().await.expect("a request");
+            let shape = (
+                request.method().to_string(),
+                request.uri().to_string(),
+                request.headers().get(http::header::ACCEPT).cloned(),
+                request.headers().get(http::header::CONTENT_TYPE).cloned(),
+            );
+            let body = r#"{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"web"}}"#;
+            respond.send_response(http::Response::new(Body::from(body.as_bytes().to_vec())));
+            shape
+        });
+        let key = WorkloadKey { kind: WorkloadKind::Deployment, namespace: "ns".into(), name: "web".into() };
+        let w = WorkloadWrite {
+            strategy: ReloadStrategy::Annotations,
+            changes: &[],
+            now_unix: 0,
+            applied_hashes: Some("{}".into()),
+            pause: None,
+            restart: false,
+        };
+        write(&client, &key, &w).await.expect("written");
+        let (method, uri, accept, content_type) = server.await.expect("server");
+        assert_eq!(method, "PATCH");
+        assert_eq!(uri, "/apis/apps/v1/namespaces/ns/deployments/web?&fieldManager=reloader");
+        assert_eq!(accept.as_ref().and_then(|v| v.to_str().ok()), Some(crate::constants::ACCEPT_METADATA_ONLY));
+        assert_eq!(content_type.as_ref().and_then(|v| v.to_str().ok()), Some("application/strategic-merge-patch+json"));
     }
 }
