@@ -122,7 +122,7 @@ pub async fn run(
         let queue = queue.clone();
         move || queue.has_change_work()
     };
-    let events = Some(EventSink::spawn(client.clone(), metrics.clone(), busy));
+    let events = Some(EventSink::spawn(client.clone(), metrics.clone(), busy, queue.settled_signal()));
     let spawn =
         |cfg: Option<AlertConfig>| cfg.and_then(|c| Alerter::spawn(c, metrics.clone()).map_err(|e| warn!("{e}")).ok());
     let (alerts, webhook) = (spawn(settings.alerts.clone()), spawn(settings.webhook.clone()));

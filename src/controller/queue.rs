@@ -67,6 +67,8 @@ fn deadline_after(now: tokio::time::Instant, delay: Duration) -> tokio::time::In
 pub struct WorkQueue<K> {
     state: Arc<Mutex<State<K>>>,
     notify: Arc<Notify>,
+    /// Notified (all waiters) when the last change work finishes: [`Self::has_change_work`] turned false.
+    settled: Arc<Notify>,
     base_backoff: Duration,
     max_backoff: Duration,
 }
@@ -76,6 +78,7 @@ impl<K> Clone for WorkQueue<K> {
         Self {
             state: self.state.clone(),
             notify: self.notify.clone(),
+            settled: self.settled.clone(),
             base_backoff: self.base_backoff,
             max_backoff: self.max_backoff,
         }
@@ -95,7 +98,8 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
             failures: HashMap::new(),
             closed: false,
         };
-        Self { state: Arc::new(Mutex::new(state)), notify: Arc::new(Notify::new()), base_backoff, max_backoff }
+        let (notify, settled) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+        Self { state: Arc::new(Mutex::new(state)), notify, settled, base_backoff, max_backoff }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State<K>> {
@@ -244,14 +248,19 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
 
     fn finish(&self, mut s: std::sync::MutexGuard<'_, State<K>>, key: &K) {
         s.in_flight.remove(key);
-        if let Some(&(_, background)) = s.waiting.get(key) {
-            if background {
-                s.background.push_back(key.clone())
-            } else {
-                s.queue.push_back(key.clone())
-            }
-            drop(s);
+        let requeued = s.waiting.get(key).map(|&(_, background)| background);
+        match requeued {
+            Some(true) => s.background.push_back(key.clone()),
+            Some(false) => s.queue.push_back(key.clone()),
+            None => {}
+        }
+        let settled = s.queue.is_empty() && s.in_flight.is_empty();
+        drop(s);
+        if requeued.is_some() {
             self.notify.notify_one();
+        }
+        if settled {
+            self.settled.notify_waiters();
         }
     }
 
@@ -268,6 +277,11 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
         !s.queue.is_empty() || !s.in_flight.is_empty()
     }
 
+    /// Notified (all waiters) each time [`Self::has_change_work`] turns false.
+    pub fn settled_signal(&self) -> Arc<Notify> {
+        self.settled.clone()
+    }
+
     /// True when nothing waits.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
@@ -276,6 +290,7 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
     /// Stops accepting keys; workers drain what is queued, then `next` returns `None`.
     pub fn shut_down(&self) {
         self.lock().closed = true;
+        self.settled.notify_waiters();
         self.notify.notify_waiters();
         self.notify.notify_one();
     }

@@ -139,6 +139,30 @@ async fn change_work_is_a_waiting_change_or_anything_in_flight() {
     assert!(!q.has_change_work());
 }
 
+/// The publisher of Events waits on this signal instead of polling `has_change_work`.
+#[tokio::test]
+async fn settled_is_signalled_when_the_last_change_work_finishes_not_before() {
+    let q = queue();
+    let settled = q.settled_signal();
+    let t0 = Instant::now();
+    q.add("a", t0);
+    q.add("b", t0);
+    let wait = settled.notified();
+    tokio::pin!(wait);
+    wait.as_mut().enable();
+    let (a, _) = q.next().await.expect("key");
+    q.done(&a);
+    assert!(futures::poll!(wait.as_mut()).is_pending(), "b still waits");
+    let (b, _) = q.next().await.expect("key");
+    q.add("b", t0);
+    q.done(&b);
+    assert!(futures::poll!(wait.as_mut()).is_pending(), "b was re-added while in flight");
+    let (b, _) = q.next().await.expect("key");
+    q.done(&b);
+    assert!(futures::poll!(wait.as_mut()).is_ready(), "nothing waits or is in flight");
+    assert!(!q.has_change_work());
+}
+
 #[tokio::test]
 async fn shut_down_drains_then_ends() {
     let q = queue();

@@ -7,14 +7,14 @@
 //! PATCHes doubled the time to the last reload (BENCHMARKS.md, S2). Messages name resources and annotation
 //! values, never Secret data.
 
-use std::{
-    sync::Arc,
-    time::{Duration, Instant},
-};
+use std::{sync::Arc, time::Duration};
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
-use tokio::sync::mpsc;
+use tokio::{
+    sync::{Notify, mpsc},
+    time::Instant,
+};
 
 pub use publisher::{EventNote, EventType, EventsApi};
 
@@ -28,8 +28,6 @@ pub const REPORTER: &str = "reloader";
 const QUEUE: usize = 1024;
 /// Longest an event waits for reload work to finish before it is published anyway.
 pub const MAX_DEFER: Duration = Duration::from_secs(2);
-/// How often a held-back event looks again whether reload work is still going on.
-const DEFER_POLL: Duration = Duration::from_millis(20);
 
 /// A queued event, with when it was queued.
 type Pending = (EventNote, Instant);
@@ -43,17 +41,22 @@ pub struct EventSink {
 
 impl EventSink {
     /// Starts the publisher task. It holds each event back while `busy()` (reloads waiting or being written),
-    /// for at most [`MAX_DEFER`] after the event was queued.
-    pub fn spawn(client: Client, metrics: Arc<Metrics>, busy: impl Fn() -> bool + Send + 'static) -> Self {
+    /// for at most [`MAX_DEFER`] after the event was queued; `settled` is notified (`notify_waiters`) when
+    /// `busy()` turns false, so a held-back event is not polled for (it was every 20 ms: a wake-up of the
+    /// controller's one thread 50 times a second all through a long fan-out).
+    pub fn spawn(
+        client: Client,
+        metrics: Arc<Metrics>,
+        busy: impl Fn() -> bool + Send + Sync + 'static,
+        settled: Arc<Notify>,
+    ) -> Self {
         let (tx, mut rx) = mpsc::channel::<Pending>(QUEUE);
         let mut publisher = publisher::Publisher::new(client);
         let m = metrics.clone();
         tokio::spawn(async move {
             let mut api = EventsApi::V1;
             while let Some((event, queued)) = rx.recv().await {
-                while busy() && queued.elapsed() < MAX_DEFER {
-                    tokio::time::sleep(DEFER_POLL).await;
-                }
+                hold_back(&busy, &settled, queued + MAX_DEFER).await;
                 let mut result = publisher.publish(&event, api).await;
                 if api == EventsApi::V1 && matches!(&result, Err(kube::Error::Api(s)) if s.code == 403) {
                     // Switch for good only when core Events work where events.k8s.io ones do not (upstream's
@@ -182,6 +185,23 @@ impl EventSink {
     }
 }
 
+/// Waits while `busy()`, until `settled` is notified with nothing busy or until `deadline`.
+async fn hold_back(busy: &impl Fn() -> bool, settled: &Notify, deadline: Instant) {
+    loop {
+        // Registered before looking, so a notification between the look and the wait is not lost.
+        let notified = settled.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        if !busy() {
+            return;
+        }
+        tokio::select! {
+            () = &mut notified => {}
+            () = tokio::time::sleep_until(deadline) => return,
+        }
+    }
+}
+
 /// Event notes are limited to 1 kB.
 fn truncate(mut note: String) -> String {
     if note.len() > 1000 {
@@ -193,3 +213,7 @@ fn truncate(mut note: String) -> String {
     }
     note
 }
+
+#[cfg(test)]
+#[path = "hold_back_tests.rs"]
+mod hold_back_tests;
