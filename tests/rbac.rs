@@ -346,3 +346,42 @@ async fn scoped_rbac_reloads_in_each_listed_namespace_and_nowhere_else() {
     assert_eq!(Kind::Deployment.env(&outside, "app", "app", "STAKATER_CFG_CONFIGMAP").await, None);
     assert!(!reloader.logs().iter().any(|l| l.contains("forbidden")), "{}", reloader.logs().join("\n"));
 }
+
+/// Key-level reloads read a resource when a workload wants a view of it the watch has not brought yet (here: a
+/// workload created after the resource was last seen). The chart grants `list` and `watch` on ConfigMaps, not
+/// `get`: that read must need nothing more — it was a GET, refused, retried forever, and it held back the
+/// workload's other reloads too.
+#[tokio::test]
+async fn key_level_reads_need_no_rule_beyond_the_charts() {
+    let client = testenv::harness::client().await;
+    let ns = TestNamespace::create("rbac-keys").await;
+    let objects = render(&ns.name, Variant { cluster: false, full: false });
+    apply(&client, &rbac_objects(&objects, None)).await;
+    create_configmap(&ns, "cfg", &[("a", "1"), ("b", "1")], &[]).await;
+    create_configmap(&ns, "other", &[("x", "1")], &[]).await;
+    let reloader = spawn_as_chart_runs_it(&client, &objects, &ns.name).await;
+    assert!(reloader.has_log_within("watches synced", SYNC_WAIT).await, "{}", reloader.logs().join("\n"));
+    let annotations = json!({"reloader.stakater.com/auto": "true", "reloader.stakater.com/reload-on": "keys-used"});
+    let spec = json!({"containers": [{"name": "app", "image": "x",
+        "env": [{"name": "READ", "valueFrom": {"configMapKeyRef": {"name": "cfg", "key": "a"}}}],
+        "envFrom": [{"configMapRef": {"name": "other"}}]}]});
+    Kind::Deployment.create(&ns, "web", annotations, json!({}), spec).await;
+    // The first reconcile records what the workload runs with (it needs cfg's view of key `a`).
+    wait_for("the first-sight record", RELOADS_WAIT, || async {
+        let web = api::<k8s_openapi::api::apps::v1::Deployment>(&ns).get("web").await.map_err(|e| e.to_string())?;
+        let record = web.annotations().get("reloader.stakater.com/applied-hashes").cloned();
+        match record {
+            Some(r) if r.contains("cfg") => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    set_configmap_data(&ns, "other", &[("x", "2")]).await;
+    let hash = configmap_hash(&[("x", "2")]);
+    wait_for("the reload for the other ConfigMap", RELOADS_WAIT, || async {
+        let value = Kind::Deployment.env(&ns, "web", "app", "STAKATER_OTHER_CONFIGMAP").await;
+        if value.as_deref() == Some(hash.as_str()) { Ok(()) } else { Err(format!("{value:?}")) }
+    })
+    .await;
+    assert!(!reloader.logs().iter().any(|l| l.contains("forbidden")), "{}", reloader.logs().join("\n"));
+}
