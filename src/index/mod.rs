@@ -230,14 +230,14 @@ impl Index {
     pub fn upsert_workload(
         &mut self,
         key: WorkloadKey,
-        summary: WorkloadSummary,
+        mut summary: WorkloadSummary,
         baseline: Baseline,
     ) -> WorkloadUpdate {
         // Most workload events are status updates that change nothing indexed: keep everything as it is.
         if self.workloads.get(&key).is_some_and(|s| s.summary == summary) {
             return WorkloadUpdate::default();
         }
-        let (mut assumed, mut pending, mut persisted, mut rejected, old_summary, left) =
+        let (mut assumed, mut pending, mut persisted, mut rejected, mut old_summary, left) =
             match self.remove_workload(&key) {
                 Some(s) if s.summary.uid == summary.uid => {
                     let left = s.left_key_level || self.key_level(&s.summary);
@@ -248,14 +248,10 @@ impl Index {
         let left_key_level = left && !self.key_level(&summary);
         // Only our own record's echo (or its rollout's progress) leaves a rejection standing; any other change of
         // the workload retries.
-        let only_record_changed = old_summary.as_ref().is_some_and(|o| {
-            WorkloadSummary { applied_hashes: summary.applied_hashes.clone(), rollout: summary.rollout, ..o.clone() }
-                == summary
-        });
+        let only_record_changed = old_summary.as_mut().is_some_and(|o| o.equal_but(&mut summary, true));
         // A rollout progressing changes nothing a plan reads.
-        let only_rollout_changed = old_summary.as_ref().is_some_and(|o| {
-            o.rollout != summary.rollout && WorkloadSummary { rollout: o.rollout, ..summary.clone() } == *o
-        });
+        let only_rollout_changed =
+            old_summary.as_mut().is_some_and(|o| o.rollout != summary.rollout && o.equal_but(&mut summary, false));
         if !only_record_changed {
             rejected = None;
         }

@@ -182,6 +182,24 @@ pub struct WorkloadSummary {
     pub rollout: RolloutState,
 }
 
+impl WorkloadSummary {
+    /// Whether `self` and `other` are equal but for their rollout state and, with `but_record`, their
+    /// `applied-hashes` records — compared in place (those fields are set aside and put back), because a clone of
+    /// a summary per workload watch event cost dozens of allocations.
+    pub fn equal_but(&mut self, other: &mut Self, but_record: bool) -> bool {
+        let rollout = std::mem::replace(&mut self.rollout, other.rollout);
+        let records =
+            but_record.then(|| (std::mem::take(&mut self.applied_hashes), std::mem::take(&mut other.applied_hashes)));
+        let equal = self == other;
+        self.rollout = rollout;
+        if let Some((mine, theirs)) = records {
+            self.applied_hashes = mine;
+            other.applied_hashes = theirs;
+        }
+        equal
+    }
+}
+
 /// Summarises a workload object for the index.
 pub fn summarise<K: WorkloadObject>(obj: &K, keys: &AnnotationKeys) -> Option<(WorkloadKey, WorkloadSummary)> {
     let namespace = obj.namespace()?;
@@ -295,5 +313,26 @@ mod tests {
         let p = &s.annotations.problems;
         assert_eq!(p.len(), 1);
         assert_eq!((p[0].key.as_str(), p[0].value.as_str()), ("STAKATER_A_B_CONFIGMAP", "a-b, a.b"));
+    }
+
+    #[test]
+    fn equal_but_sets_aside_only_the_rollout_and_the_record_and_puts_them_back() {
+        let d: Deployment = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "web", "namespace": "ns", "uid": "u1"},
+            "spec": {"selector": {}, "template": {"spec": {"containers": [{"name": "app"}]}}}
+        }))
+        .expect("deployment");
+        let (_, base) = summarise(&d, &AnnotationKeys::default()).expect("summary");
+        let record = BTreeMap::from([((ConfigKind::ConfigMap, "cfg".to_owned()), ContentHash::NONE)]);
+        let mut rolled = WorkloadSummary { rollout: RolloutState::InProgress, ..base.clone() };
+        let mut recorded = WorkloadSummary { applied_hashes: record.clone(), ..rolled.clone() };
+        let mut renamed = WorkloadSummary { uid: "u2".into(), ..rolled.clone() };
+        let mut old = base.clone();
+        assert!(old.equal_but(&mut rolled, false), "only the rollout differs");
+        assert!(!old.equal_but(&mut recorded, false), "the record differs too");
+        assert!(old.equal_but(&mut recorded, true), "rollout and record set aside");
+        assert!(!old.equal_but(&mut renamed, true), "anything else counts");
+        assert_eq!(old, base, "put back");
+        assert_eq!((recorded.applied_hashes, recorded.rollout), (record, RolloutState::InProgress), "put back");
     }
 }
