@@ -18,7 +18,7 @@ mod table;
 mod views;
 
 use std::{
-    collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque},
+    collections::{BTreeSet, HashMap, HashSet, VecDeque},
     sync::Arc,
 };
 
@@ -130,7 +130,7 @@ struct WorkloadState {
     /// Hashes we wrote that the watch has not echoed yet (they beat possibly stale records).
     pending: HashMap<Pair, ContentHash>,
     /// The applied-hashes record we last wrote, until the watch echoes it.
-    persisted: Option<BTreeMap<Pair, ContentHash>>,
+    persisted: Option<crate::workload::HashRecord>,
     /// The reloads of a write the API server rejected permanently: not attempted again (nor logged again)
     /// until a resource changes again or the workload itself changes.
     rejected: Option<Vec<(Pair, ContentHash)>>,

@@ -183,7 +183,7 @@ impl Index {
             }
         }
         let (record, unrecorded) = within_budget(record, &state.summary);
-        let applied_hashes = (record != *on_object).then_some(record);
+        let applied_hashes = (!on_object.same_as(&record)).then_some(record);
         let object_has_record = !on_object.is_empty();
         let mut plan = WorkloadPlan { reloads, applied_hashes, unrecorded, object_has_record, views_needed };
         if state.rejected.as_ref().is_some_and(|r| *r == reload_set(&plan)) {
@@ -206,7 +206,7 @@ impl Index {
                 state.pending.insert(pair, r.value);
             }
             if let Some(hashes) = &plan.applied_hashes {
-                state.persisted = Some(hashes.clone());
+                state.persisted = Some(hashes.into());
             }
         }
     }
