@@ -185,10 +185,14 @@ impl Elector {
         spec.holder_identity = Some(me);
         spec.lease_duration_seconds = Some(lease_seconds);
         spec.renew_time = Some(now);
-        // `replace` sends the resourceVersion read above: a concurrent writer makes this fail with 409.
+        // `replace` sends the resourceVersion read above: a concurrent writer makes this fail with 409. When the
+        // record read names this replica, the other writer was most likely its own earlier renewal that the API
+        // server applied after the client gave up waiting for it (a loaded server): a failed renewal like any
+        // other, not a sign that someone else leads — the renew deadline decides (client-go's renew loop). It
+        // stepped down at once, and a test's controller under load exited before publishing its Events.
         match self.api.replace(&self.cfg.lease_name, &PostParams::default(), &lease).await {
             Ok(updated) => Ok(self.observe(&updated, true)),
-            Err(kube::Error::Api(s)) if s.code == 409 => Ok(Attempt::Other(holder)),
+            Err(kube::Error::Api(s)) if s.code == 409 && holder != self.cfg.identity => Ok(Attempt::Other(holder)),
             Err(e) => Err(e),
         }
     }
@@ -237,3 +241,7 @@ impl Elector {
         self.api.replace(&self.cfg.lease_name, &PostParams::default(), &lease).await.map(|_| ())
     }
 }
+
+#[cfg(test)]
+#[path = "leader_tests.rs"]
+mod tests;
