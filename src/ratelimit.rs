@@ -35,7 +35,8 @@ impl RateLimiter {
         let (tokens, last) = &mut *state;
         self.refill(tokens, last);
         if *tokens < 1.0 {
-            let wait = Duration::from_secs_f64((1.0 - *tokens) / self.qps);
+            // Checked: a flag of 1e-30 writes/s would overflow `Duration` (and panic every write) unchecked.
+            let wait = Duration::try_from_secs_f64((1.0 - *tokens) / self.qps).unwrap_or(Duration::MAX);
             tokio::time::sleep(wait.max(self.min_wait)).await;
             self.refill(tokens, last);
         }
@@ -100,6 +101,15 @@ mod tests {
         }
         let spread = start.elapsed();
         assert!(spread >= Duration::from_millis(990) && spread <= Duration::from_millis(1010), "{spread:?}");
+    }
+
+    /// An absurd rate waits (practically forever) instead of panicking on `Duration` overflow.
+    #[tokio::test(start_paused = true)]
+    async fn an_absurdly_low_rate_waits_without_panicking() {
+        let limiter = RateLimiter::new(1e-30, 1).expect("limited");
+        limiter.acquire().await;
+        let second = tokio::time::timeout(Duration::from_secs(3600), limiter.acquire()).await;
+        assert!(second.is_err(), "still waiting after an hour");
     }
 
     #[test]
