@@ -18,10 +18,13 @@ fn elector(client: Client) -> Elector {
     Elector { api: Api::namespaced(client, "ns"), cfg, observed: None }
 }
 
+/// The renew time every Lease of these tests carries.
+const RENEWED: &str = "2026-12-03T10:00:00.000000Z";
+
 fn lease(holder: &str) -> Vec<u8> {
     let lease = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
         "metadata": {"name": "lock", "namespace": "ns", "resourceVersion": "7"},
-        "spec": {"holderIdentity": holder, "leaseDurationSeconds": 15, "renewTime": "2026-12-03T10:00:00.000000Z"}});
+        "spec": {"holderIdentity": holder, "leaseDurationSeconds": 15, "renewTime": RENEWED}});
     serde_json::to_vec(&lease).expect("lease")
 }
 
@@ -65,7 +68,7 @@ async fn a_conflicting_takeover_of_an_expired_lease_means_someone_else_won() {
     let mut elector = elector(Client::new(service, "ns"));
     elector.observed = Some(Observed {
         holder: "other".into(),
-        renew_time: Some(MicroTime(jiff::Timestamp::from_second(1_796_292_000).expect("time"))),
+        renew_time: Some(MicroTime(RENEWED.parse().expect("time"))),
         lease_seconds: 15,
         at: Instant::now().checked_sub(Duration::from_secs(60)).expect("a minute ago"),
     });
