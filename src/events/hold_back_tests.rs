@@ -35,7 +35,7 @@ async fn a_held_back_event_goes_when_reload_work_settles_without_polling_meanwhi
     assert_eq!(a.looks.load(Ordering::SeqCst), 1, "looked once, then waited for the signal (no polling)");
     a.busy.store(false, Ordering::SeqCst);
     settled.notify_waiters();
-    waiter.await.expect("hold_back");
+    assert_eq!(waiter.await.expect("hold_back"), Release::Settled);
     assert_eq!(start.elapsed(), Duration::from_millis(1500), "released by the signal, not the deadline");
 }
 
@@ -52,7 +52,7 @@ async fn a_held_back_event_goes_at_its_deadline_while_work_goes_on() {
             settled.notify_waiters();
         })
     };
-    hold_back(&busy_fn(&a), &settled, start + MAX_DEFER).await;
+    assert_eq!(hold_back(&busy_fn(&a), &settled, start + MAX_DEFER).await, Release::Deadline);
     nudger.await.expect("nudger");
     assert_eq!(start.elapsed(), MAX_DEFER);
     assert_eq!(a.looks.load(Ordering::SeqCst), 2, "looked at the start and when nudged");
@@ -63,6 +63,29 @@ async fn nothing_busy_means_no_wait() {
     let a = activity();
     a.busy.store(false, Ordering::SeqCst);
     let start = Instant::now();
-    hold_back(&busy_fn(&a), &Notify::new(), start + MAX_DEFER).await;
+    assert_eq!(hold_back(&busy_fn(&a), &Notify::new(), start + MAX_DEFER).await, Release::Settled);
     assert_eq!(start.elapsed(), Duration::ZERO);
+}
+
+#[tokio::test(start_paused = true)]
+async fn events_due_shortly_after_one_released_by_its_deadline_go_with_it() {
+    let a = activity();
+    let busy = busy_fn(&a);
+    let settled = Notify::new();
+    let start = Instant::now();
+    let mut deferral = Deferral::default();
+    let mut released = Vec::new();
+    // Queued every 20 ms through a burst of reloads that never settles.
+    for queued_ms in [0, 20, 40, 250, 260, 300, 520] {
+        let queued = start + Duration::from_millis(queued_ms);
+        deferral.wait(&busy, &settled, queued).await;
+        released.push(start.elapsed().as_millis());
+    }
+    // The first waits out MAX_DEFER; those due within DEFER_GROUP after it (until 2,250) go at once; 260 (due
+    // 2,260) waits and starts the next group (until 2,510), which takes 300; 520 (due 2,520) waits again.
+    assert_eq!(released, [2000, 2000, 2000, 2000, 2260, 2260, 2520]);
+    a.busy.store(false, Ordering::SeqCst);
+    deferral.wait(&busy, &settled, start + Duration::from_millis(900)).await;
+    assert_eq!(start.elapsed().as_millis(), 2520, "settled: no wait");
+    assert!(deferral.group_until.is_none(), "a settled release starts no group");
 }

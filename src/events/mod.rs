@@ -28,6 +28,10 @@ pub const REPORTER: &str = "reloader";
 const QUEUE: usize = 1024;
 /// Longest an event waits for reload work to finish before it is published anyway.
 pub const MAX_DEFER: Duration = Duration::from_secs(2);
+/// Events whose [`MAX_DEFER`] ends this soon after one that waited it out go with that one: through a long
+/// burst of reloads (an Event queued every 20 ms) the publisher then wakes on a timer 4 times a second instead of
+/// once per Event.
+const DEFER_GROUP: Duration = Duration::from_millis(250);
 
 /// A queued event, with when it was queued.
 type Pending = (EventNote, Instant);
@@ -55,8 +59,9 @@ impl EventSink {
         let m = metrics.clone();
         tokio::spawn(async move {
             let mut api = EventsApi::V1;
+            let mut deferral = Deferral::default();
             while let Some((event, queued)) = rx.recv().await {
-                hold_back(&busy, &settled, queued + MAX_DEFER).await;
+                deferral.wait(&busy, &settled, queued).await;
                 let mut result = publisher.publish(&event, api).await;
                 if api == EventsApi::V1 && matches!(&result, Err(kube::Error::Api(s)) if s.code == 403) {
                     // Switch for good only when core Events work where events.k8s.io ones do not (upstream's
@@ -185,19 +190,50 @@ impl EventSink {
     }
 }
 
+/// How long each Event is held back, in order of queueing.
+#[derive(Debug, Default)]
+struct Deferral {
+    /// Set when an Event was released by its deadline (work still going on): Events due until then go at once.
+    group_until: Option<Instant>,
+}
+
+impl Deferral {
+    /// Holds back the Event queued at `queued` (see [`hold_back`]), unless its deadline falls within the group of
+    /// the last Event released by its deadline.
+    async fn wait(&mut self, busy: &impl Fn() -> bool, settled: &Notify, queued: Instant) {
+        let deadline = queued + MAX_DEFER;
+        if self.group_until.is_some_and(|until| deadline <= until) {
+            return;
+        }
+        self.group_until = match hold_back(busy, settled, deadline).await {
+            Release::Deadline => Some(Instant::now() + DEFER_GROUP),
+            Release::Settled => None,
+        };
+    }
+}
+
+/// Why an Event stopped being held back.
+#[derive(Debug, PartialEq, Eq)]
+enum Release {
+    /// Nothing was busy (any more).
+    Settled,
+    /// Its deadline came while reload work went on.
+    Deadline,
+}
+
 /// Waits while `busy()`, until `settled` is notified with nothing busy or until `deadline`.
-async fn hold_back(busy: &impl Fn() -> bool, settled: &Notify, deadline: Instant) {
+async fn hold_back(busy: &impl Fn() -> bool, settled: &Notify, deadline: Instant) -> Release {
     loop {
         // Registered before looking, so a notification between the look and the wait is not lost.
         let notified = settled.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
         if !busy() {
-            return;
+            return Release::Settled;
         }
         tokio::select! {
             () = &mut notified => {}
-            () = tokio::time::sleep_until(deadline) => return,
+            () = tokio::time::sleep_until(deadline) => return Release::Deadline,
         }
     }
 }
