@@ -69,6 +69,17 @@ pub(crate) fn parse_duration(value: &str) -> Result<Duration, String> {
     crate::duration::parse_go_duration(value).map_err(|e| format!("{e} (a Go duration such as 500ms, 5s, 1m)"))
 }
 
+/// `--kube-api-qps`: a finite rate ≥ 0. A negative or NaN value would otherwise switch the limit off unnoticed
+/// (the bucket takes only rates above 0).
+fn parse_qps(value: &str) -> Result<f64, String> {
+    const EXPECTED: &str = "writes per second, a number ≥ 0 (0 disables the limit)";
+    match value.trim().parse::<f64>() {
+        Ok(qps) if qps.is_finite() && qps >= 0.0 => Ok(qps),
+        Ok(_) => Err(EXPECTED.to_owned()),
+        Err(e) => Err(format!("{e}: {EXPECTED}")),
+    }
+}
+
 /// All flags.
 #[derive(Parser, Debug, Clone)]
 // A flag given twice takes its last value, as pflag does (upstream's manifests and wrappers append flags).
@@ -154,7 +165,7 @@ pub struct Args {
 
     /// Workload writes per second (reloads and records), after a burst; 0 disables the limit. Spreads a fan-out
     /// to thousands of workloads instead of flooding the API server.
-    #[arg(long, env = "KUBE_API_QPS", default_value_t = 50.0)]
+    #[arg(long, env = "KUBE_API_QPS", default_value_t = 50.0, value_parser = parse_qps)]
     pub kube_api_qps: f64,
 
     /// Writes allowed at once before `--kube-api-qps` applies.

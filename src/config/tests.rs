@@ -178,3 +178,15 @@ fn a_repeated_flag_takes_its_last_value_and_lists_still_accumulate() {
     assert_eq!(a.reload_strategy, ReloadStrategy::EnvVars);
     assert_eq!(a.namespaces, ["a", "b"]);
 }
+
+#[test]
+fn the_write_rate_must_be_a_finite_number_not_below_zero() {
+    assert_eq!(parse(&["--kube-api-qps=12.5"]).expect("valid").kube_api_qps, 12.5);
+    assert_eq!(parse(&["--kube-api-qps=0"]).expect("0 disables").kube_api_qps, 0.0);
+    for bad in ["-1", "NaN", "inf", "fast"] {
+        let e = parse(&[&format!("--kube-api-qps={bad}")]).expect_err(bad);
+        assert_eq!(e.kind(), clap::error::ErrorKind::ValueValidation, "{bad}");
+        let text = e.to_string();
+        assert!(text.contains("--kube-api-qps") && text.contains("writes per second, a number ≥ 0"), "{bad}: {text}");
+    }
+}
