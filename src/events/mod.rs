@@ -5,7 +5,7 @@
 //! for. While reloads are being written the publisher holds back (up to [`MAX_DEFER`]): an Event costs the API
 //! server as much as a reload's PATCH, and in a fan-out of 50 workloads writing the 50 Events between the
 //! PATCHes doubled the time to the last reload (BENCHMARKS.md, S2); Events whose time is up within
-//! [`DEFER_GROUP`] of each other go together. Messages name resources and annotation values, never Secret data.
+//! 250 ms of each other go together. Messages name resources and annotation values, never Secret data.
 
 use std::{sync::Arc, time::Duration};
 
@@ -45,7 +45,7 @@ pub struct EventSink {
 
 impl EventSink {
     /// Starts the publisher task. It holds each event back while `busy()` (reloads waiting or being written),
-    /// for at most [`MAX_DEFER`] after the event was queued (see [`Deferral`]); `settled` is notified (`notify_waiters`) when
+    /// for at most [`MAX_DEFER`] after the event was queued (Events due within 250 ms of each other go together); `settled` is notified (`notify_waiters`) when
     /// `busy()` turns false, so a held-back event is not polled for (it was every 20 ms: a wake-up of the
     /// controller's one thread 50 times a second all through a long fan-out).
     pub fn spawn(
