@@ -13,9 +13,11 @@ use std::time::Duration;
 
 use common::{chart::*, csi::*, custom::*, *};
 use k8s_openapi::api::{
+    apps::v1::Deployment,
     batch::v1::{CronJob, Job},
     core::v1::{ConfigMap, Namespace, Pod},
     events::v1::Event,
+    rbac::v1::{PolicyRule, Role},
 };
 use kube::{
     Api, Client, ResourceExt,
@@ -353,25 +355,59 @@ async fn scoped_rbac_reloads_in_each_listed_namespace_and_nowhere_else() {
 /// workload's other reloads too.
 #[tokio::test]
 async fn key_level_reads_need_no_rule_beyond_the_charts() {
+    let reloader = key_level_reader_with_another_configmap("rbac-keys", false).await;
+    assert!(!reloader.logs().iter().any(|l| l.contains("forbidden")), "{}", reloader.logs().join("\n"));
+}
+
+/// A key-level view that cannot be read holds back only the reload it is for. Here the controller loses `list`
+/// on ConfigMaps once its watches have synced (they keep running), so reading `cfg` for the workload's view of
+/// key `a` is refused; the workload's other ConfigMap must still be recorded and reloaded. The whole reconcile
+/// used to fail on the read and retry, writing nothing for the workload until the read succeeded.
+#[tokio::test]
+async fn an_unreadable_view_holds_back_only_its_own_reload() {
+    let reloader = key_level_reader_with_another_configmap("rbac-unread", true).await;
+    // The read was refused (so the case tested what it says) and is reported, naming the resource.
+    let refused = |l: &&String| l.contains("reading ConfigMap") && l.contains("/cfg") && l.contains("forbidden");
+    assert!(reloader.logs().iter().any(|l| refused(&l)), "{}", reloader.logs().join("\n"));
+}
+
+/// Runs the controller with the chart's namespaced RBAC (without `list` on ConfigMaps once synced, when
+/// `unlisted`), creates Deployment `web` reading key `a` of `cfg` (key-level) and all of `other`, and waits for
+/// its first-sight record to name `other` and for a change of `other` to reload it.
+async fn key_level_reader_with_another_configmap(prefix: &str, unlisted: bool) -> Reloader {
     let client = testenv::harness::client().await;
-    let ns = TestNamespace::create("rbac-keys").await;
+    let ns = TestNamespace::create(prefix).await;
     let objects = render(&ns.name, Variant { cluster: false, full: false });
     apply(&client, &rbac_objects(&objects, None)).await;
     create_configmap(&ns, "cfg", &[("a", "1"), ("b", "1")], &[]).await;
     create_configmap(&ns, "other", &[("x", "1")], &[]).await;
     let reloader = spawn_as_chart_runs_it(&client, &objects, &ns.name).await;
     assert!(reloader.has_log_within("watches synced", SYNC_WAIT).await, "{}", reloader.logs().join("\n"));
+    if unlisted {
+        let roles = Api::<Role>::namespaced(client.clone(), &ns.name);
+        for mut role in roles.list(&ListParams::default()).await.expect("list roles").items {
+            let rules = role.rules.take().unwrap_or_default().into_iter().filter_map(|mut rule| {
+                let resources = rule.resources.take()?.into_iter().filter(|r| r != "configmaps").collect::<Vec<_>>();
+                (!resources.is_empty()).then_some(PolicyRule { resources: Some(resources), ..rule })
+            });
+            role.rules = Some(rules.collect());
+            role.metadata.managed_fields = None;
+            roles.replace(&role.name_any(), &PostParams::default(), &role).await.expect("take configmaps away");
+        }
+        // The authorizer sees Role changes through its own watch.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
     let annotations = json!({"reloader.stakater.com/auto": "true", "reloader.stakater.com/reload-on": "keys-used"});
     let spec = json!({"containers": [{"name": "app", "image": "x",
         "env": [{"name": "READ", "valueFrom": {"configMapKeyRef": {"name": "cfg", "key": "a"}}}],
         "envFrom": [{"configMapRef": {"name": "other"}}]}]});
     Kind::Deployment.create(&ns, "web", annotations, json!({}), spec).await;
-    // The first reconcile records what the workload runs with (it needs cfg's view of key `a`).
+    // The first reconcile records what the workload runs with.
+    let recorded = if unlisted { "other" } else { "cfg" };
     wait_for("the first-sight record", RELOADS_WAIT, || async {
-        let web = api::<k8s_openapi::api::apps::v1::Deployment>(&ns).get("web").await.map_err(|e| e.to_string())?;
-        let record = web.annotations().get("reloader.stakater.com/applied-hashes").cloned();
-        match record {
-            Some(r) if r.contains("cfg") => Ok(()),
+        let web = api::<Deployment>(&ns).get("web").await.map_err(|e| e.to_string())?;
+        match web.annotations().get("reloader.stakater.com/applied-hashes") {
+            Some(r) if r.contains(recorded) => Ok(()),
             other => Err(format!("{other:?}")),
         }
     })
@@ -383,5 +419,5 @@ async fn key_level_reads_need_no_rule_beyond_the_charts() {
         if value.as_deref() == Some(hash.as_str()) { Ok(()) } else { Err(format!("{value:?}")) }
     })
     .await;
-    assert!(!reloader.logs().iter().any(|l| l.contains("forbidden")), "{}", reloader.logs().join("\n"));
+    reloader
 }

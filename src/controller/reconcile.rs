@@ -144,33 +144,43 @@ pub(super) async fn worker(ctx: Arc<Context>, mut leader: tokio::sync::watch::Re
 }
 
 /// Plans `key`; when key-level reloads need views the index lacks, reads those resources once and plans again
-/// (a pair still without a view is left out: the watch event of its next content brings one).
+/// (a pair still without a view is left out: the watch event of its next content brings one). A failed read
+/// holds back only the pairs it was for: the plan without them is returned with the error, so the workload's
+/// other reloads are written and the read is retried after them.
 async fn plan_with_views(
     ctx: &Context,
     key: &WorkloadKey,
     plan: impl Fn() -> crate::index::WorkloadPlan,
-) -> Result<crate::index::WorkloadPlan, Error> {
+) -> (crate::index::WorkloadPlan, Option<Error>) {
     let first = plan();
     if first.views_needed.is_empty() {
-        return Ok(first);
+        return (first, None);
     }
     let resources = first.views_needed.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
-    super::read_views::read_views(ctx, &first.views_needed).await.map_err(|source| Error::Read {
-        workload: key.to_string(),
-        resources,
-        source,
-    })?;
-    Ok(plan())
+    let unread = super::read_views::read_views(ctx, &first.views_needed).await.err();
+    (plan(), unread.map(|source| Error::Read { workload: key.to_string(), resources, source }))
 }
 
-/// Plans and writes one workload; `Ok(false)` when there was nothing to write.
+/// Plans and writes one workload; `Ok(false)` when there was nothing to write. A view that could not be read is
+/// reported (and the workload retried) after the rest of the plan was written.
 async fn reconcile(ctx: &Context, key: &WorkloadKey, triggered: Instant) -> Result<bool, Error> {
     if ctx.webhook.is_some() {
         // `--webhook-url`: notify instead of reloading; level-triggered reconciles must not write either.
         return Ok(false);
     }
     let plan = || ctx.index().plan(key, ctx.settings.decisions, ctx.settings.strategy);
-    let mut plan = plan_with_views(ctx, key, plan).await?;
+    let (plan, unread) = plan_with_views(ctx, key, plan).await;
+    let written = write_plan(ctx, key, triggered, plan).await?;
+    unread.map_or(Ok(written), Err)
+}
+
+/// Writes `plan` (with the pause action and gates it meets); `Ok(false)` when there was nothing to write.
+async fn write_plan(
+    ctx: &Context,
+    key: &WorkloadKey,
+    triggered: Instant,
+    mut plan: crate::index::WorkloadPlan,
+) -> Result<bool, Error> {
     let (pause_state, uid, restart_strategy) = {
         let index = ctx.index();
         (index.pause_state(key), index.workload_uid(key), index.restart_strategy(key))
