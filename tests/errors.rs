@@ -1,5 +1,6 @@
 //! Failure handling on the real control plane: a rejected patch is reported once with the workload, the
-//! resource and the API's message, is not retried, and the next change still reloads.
+//! resource and the API's message, is not retried, and the next change still reloads; patches throttled by the
+//! API server (429) still land, once each.
 
 mod common;
 
@@ -151,4 +152,80 @@ async fn names_that_share_an_env_var_are_reported_and_still_reload() {
     // The shared variable must not make the two resources undo each other's value in a loop.
     Kind::Deployment.stays_at_revisions(&ns, "web", 2).await;
     assert_eq!(reloader.count_log("updated 'web'"), 1);
+}
+
+/// API Priority and Fairness throttling the controller: its Deployment PATCHes go to a priority level with no
+/// seats of its own, so a PATCH sent while another runs is rejected with 429, `Retry-After: 1` and a plain-text
+/// body. The controller (as a user only that level serves, by impersonation) must still reload every Deployment
+/// exactly once. (The client retries a 429 after its `Retry-After`: kube's default, server-aware retry policy.)
+#[tokio::test]
+async fn throttled_writes_all_land_once() {
+    let ns = TestNamespace::create("throttled").await;
+    let client = ns.client.clone();
+    let user = format!("throttled-{}", ns.name);
+    let objects = [
+        json!({"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "PriorityLevelConfiguration",
+               "metadata": {"name": user},
+               "spec": {"type": "Limited", "limited": {"nominalConcurrencyShares": 0, "lendablePercent": 0,
+                        "borrowingLimitPercent": 0, "limitResponse": {"type": "Reject"}}}}),
+        json!({"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema", "metadata": {"name": user},
+               "spec": {"matchingPrecedence": 100, "priorityLevelConfiguration": {"name": user},
+                        "distinguisherMethod": {"type": "ByUser"},
+                        "rules": [{"subjects": [{"kind": "User", "user": {"name": user}}],
+                                   "resourceRules": [{"verbs": ["patch"], "apiGroups": ["apps"],
+                                                      "resources": ["deployments"], "namespaces": [ns.name]}]}]}}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": user},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+               "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]}),
+    ];
+    chart::apply(&client, &objects).await;
+    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
+    let names: Vec<String> = (0..6).map(|i| format!("web-{i}")).collect();
+    for name in &names {
+        let auto = json!({"reloader.stakater.com/auto": "true"});
+        Kind::Deployment.create(&ns, name, auto, json!({}), env_from_configmap("cfg")).await;
+    }
+    // The test cluster's kubeconfig, acting as `user` (JSON is YAML).
+    let mut kubeconfig =
+        kube::config::Kubeconfig::read_from(testenv::harness::kubeconfig_path()).expect("read kubeconfig");
+    for named in &mut kubeconfig.auth_infos {
+        if let Some(auth) = named.auth_info.as_mut() {
+            auth.impersonate = Some(user.clone());
+        }
+    }
+    let path = std::env::temp_dir().join(format!("{user}.kubeconfig"));
+    std::fs::write(&path, serde_json::to_vec(&kubeconfig).expect("kubeconfig json")).expect("write kubeconfig");
+    let reloader = Reloader::start_with_env(&ns.name, &[], &[("KUBECONFIG", &path.display().to_string())]).await;
+
+    set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
+    let hash = configmap_hash(&[("k", "2")]);
+    wait_for("every Deployment reloaded", Duration::from_secs(60), || async {
+        let mut behind = Vec::new();
+        for name in &names {
+            if Kind::Deployment.env(&ns, name, "app", "STAKATER_CFG_CONFIGMAP").await.as_deref() != Some(hash.as_str())
+            {
+                behind.push(name.clone());
+            }
+        }
+        if behind.is_empty() { Ok(()) } else { Err(format!("not yet: {behind:?}")) }
+    })
+    .await;
+    for name in &names {
+        Kind::Deployment.wait_revisions(&ns, name, 2).await; // one rollout each, no duplicate
+    }
+    // The API server rejected some of them (so the case tested what it says).
+    let metrics = client.request_text(http::Request::get("/metrics").body(Vec::new()).expect("request")).await;
+    let metrics = metrics.expect("API server metrics");
+    let level = format!("priority_level=\"{user}\"");
+    let rejected: f64 = metrics
+        .lines()
+        .filter(|l| l.starts_with("apiserver_flowcontrol_rejected_requests_total{") && l.contains(&level))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    assert!(rejected > 0.0, "no PATCH was throttled, so nothing was tested:\n{}", reloader.logs().join("\n"));
+    let _ = std::fs::remove_file(path);
+    for object in &objects {
+        let name = object["metadata"]["name"].as_str().unwrap_or_default();
+        let _ = chart::api_for(&client, object).await.delete(name, &DeleteParams::default()).await;
+    }
 }
