@@ -15,6 +15,7 @@ mod observer;
 mod queue;
 mod read_views;
 mod reconcile;
+mod record_refusals;
 mod settings;
 mod streams;
 mod translate;
@@ -22,7 +23,6 @@ mod waiting;
 mod watch;
 
 use std::{
-    collections::HashSet,
     panic::AssertUnwindSafe,
     sync::{Arc, Mutex, MutexGuard, PoisonError},
     time::Duration,
@@ -47,7 +47,7 @@ use crate::{
     http::Health,
     index::Index,
     metrics::Metrics,
-    workload::{WorkloadKey, WorkloadKind},
+    workload::WorkloadKey,
 };
 
 struct Context {
@@ -69,7 +69,7 @@ struct Context {
     /// `--webhook-url`: POST instead of reloading.
     webhook: Option<Alerter>,
     /// Kinds and namespaces the controller may not patch records onto (upstream v1's RBAC: CronJobs, Jobs).
-    records_forbidden: Mutex<HashSet<(WorkloadKind, Arc<str>)>>,
+    record_refusals: record_refusals::RecordRefusals,
     /// Workload writes per second (`--kube-api-qps`, `--kube-api-burst`).
     limiter: Option<crate::ratelimit::RateLimiter>,
 }
@@ -84,10 +84,6 @@ impl Context {
         if let Some(limiter) = &self.limiter {
             limiter.acquire().await;
         }
-    }
-
-    fn records_forbidden(&self) -> MutexGuard<'_, HashSet<(WorkloadKind, Arc<str>)>> {
-        self.records_forbidden.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -133,7 +129,6 @@ pub async fn run(
     index.set_hash_key(settings.hash_key.clone());
     index.set_key_level(key_registry.clone(), settings.decisions.keys_used);
     let index = Mutex::new(index);
-    let records_forbidden = Mutex::default();
     let limiter = crate::ratelimit::RateLimiter::new(settings.write_qps, settings.write_burst);
     let budget = budget::RolloutBudget::new(settings.rollout_budget.0, settings.rollout_budget.1);
     let ctx = Arc::new(Context {
@@ -149,7 +144,7 @@ pub async fn run(
         events,
         alerts,
         webhook,
-        records_forbidden,
+        record_refusals: Default::default(),
         limiter,
     });
     let mut workers: Vec<_> =

@@ -67,7 +67,7 @@ fn context() -> Arc<Context> {
         events: None,
         alerts: None,
         webhook: None,
-        records_forbidden: std::sync::Mutex::default(),
+        record_refusals: Default::default(),
         limiter: None,
     })
 }

@@ -198,7 +198,7 @@ async fn write_plan(
         PauseAction::None | PauseAction::ResumeIn(_) => None,
         action => Some((ctx.settings.keys.paused_at.as_str(), action)),
     };
-    if ctx.records_forbidden().contains(&(key.kind, key.namespace.clone())) {
+    if ctx.record_refusals.refused(key.kind, &key.namespace, Instant::now()) {
         plan.applied_hashes = None;
     }
     if plan.is_empty() && pause.is_none() {
@@ -257,13 +257,16 @@ async fn write_plan(
             workload::write(&ctx.client, key, &WorkloadWrite { applied_hashes, ..write.clone() }).await
         };
         if code == 403 && result.is_ok() {
-            // Only the record was refused: the kind may not be patched here. A Role restored later is seen at the
-            // next restart; reloads are not affected either way.
-            if ctx.records_forbidden().insert((key.kind, key.namespace.clone())) {
+            // Only the record was refused: the kind may not be patched here. It is tried again after a while (a Role
+            // fixed later); reloads are not affected either way.
+            if ctx.record_refusals.note(key.kind, &key.namespace, Instant::now()) {
                 warn!(kind = %key.kind, namespace = %key.namespace, "no patch permission on {} in namespace {}: the \
-                      restart-safety record is not written there (until the controller restarts), so a change made \
-                      while it is down is not applied to {} workloads that were never reloaded ({message})",
-                      key.kind.api_resource(), key.namespace, key.kind);
+                      restart-safety record is not written there (tried again every {} minutes), so a change made \
+                      while the controller is down is not applied to {} workloads that were never reloaded \
+                      ({message})", key.kind.api_resource(), key.namespace,
+                      super::record_refusals::RECHECK.as_secs() / 60, key.kind);
+            } else {
+                debug!(kind = %key.kind, namespace = %key.namespace, "the restart-safety record is still refused");
             }
         } else if code == 422 && result.is_ok() {
             warn!(namespace = %key.namespace, workload = %key.name, kind = %key.kind,

@@ -1,0 +1,66 @@
+//! Kinds and namespaces where the `applied-hashes` record may not be patched (upstream v1's RBAC grants no
+//! `patch` on CronJobs and Jobs). A refusal stands for [`RECHECK`]; then the record is tried again with the next
+//! write there, so a Role fixed later is seen without a restart. Reloads never depend on it.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex, PoisonError},
+    time::{Duration, Instant},
+};
+
+use crate::workload::WorkloadKind;
+
+/// How long a refused record write stands before the record is tried again.
+pub const RECHECK: Duration = Duration::from_secs(10 * 60);
+
+/// The refusals, by kind and namespace, with when each was seen.
+#[derive(Debug, Default)]
+pub struct RecordRefusals(Mutex<HashMap<(WorkloadKind, Arc<str>), Refusal>>);
+
+#[derive(Debug)]
+struct Refusal {
+    since: Instant,
+    /// Stands (false once [`RECHECK`] has passed and the record may be tried again).
+    standing: bool,
+}
+
+impl RecordRefusals {
+    /// True when records may not be written on `kind` in `namespace` at `now`.
+    pub fn refused(&self, kind: WorkloadKind, namespace: &Arc<str>, now: Instant) -> bool {
+        let mut refusals = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(r) = refusals.get_mut(&(kind, namespace.clone())) else { return false };
+        if now.duration_since(r.since) >= RECHECK {
+            r.standing = false;
+        }
+        r.standing
+    }
+
+    /// Notes a refusal at `now`; true the first time for this kind and namespace (when a user must be told).
+    pub fn note(&self, kind: WorkloadKind, namespace: &Arc<str>, now: Instant) -> bool {
+        let mut refusals = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        refusals.insert((kind, namespace.clone()), Refusal { since: now, standing: true }).is_none()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A refusal stands for ten minutes, then the record is tried again; a refusal seen again stands anew and is
+    /// not news (the warning is logged once per kind and namespace).
+    #[test]
+    fn a_refusal_stands_for_a_while_then_the_record_is_tried_again() {
+        let refusals = RecordRefusals::default();
+        let (ns, other): (Arc<str>, Arc<str>) = ("a".into(), "b".into());
+        let start = Instant::now();
+        assert!(!refusals.refused(WorkloadKind::CronJob, &ns, start));
+        assert!(refusals.note(WorkloadKind::CronJob, &ns, start), "first refusal");
+        assert!(refusals.refused(WorkloadKind::CronJob, &ns, start + RECHECK - Duration::from_secs(1)));
+        assert!(!refusals.refused(WorkloadKind::Job, &ns, start), "another kind");
+        assert!(!refusals.refused(WorkloadKind::CronJob, &other, start), "another namespace");
+        assert!(!refusals.refused(WorkloadKind::CronJob, &ns, start + RECHECK), "tried again after the recheck");
+        let again = start + RECHECK + Duration::from_secs(5);
+        assert!(!refusals.note(WorkloadKind::CronJob, &ns, again), "refused again: not news");
+        assert!(refusals.refused(WorkloadKind::CronJob, &ns, again + RECHECK - Duration::from_secs(1)));
+    }
+}
