@@ -13,32 +13,21 @@ use crate::workload::WorkloadKind;
 /// How long a refused record write stands before the record is tried again.
 pub const RECHECK: Duration = Duration::from_secs(10 * 60);
 
-/// The refusals, by kind and namespace, with when each was seen.
+/// When the record was last refused, by kind and namespace.
 #[derive(Debug, Default)]
-pub struct RecordRefusals(Mutex<HashMap<(WorkloadKind, Arc<str>), Refusal>>);
-
-#[derive(Debug)]
-struct Refusal {
-    since: Instant,
-    /// Stands (false once [`RECHECK`] has passed and the record may be tried again).
-    standing: bool,
-}
+pub struct RecordRefusals(Mutex<HashMap<(WorkloadKind, Arc<str>), Instant>>);
 
 impl RecordRefusals {
     /// True when records may not be written on `kind` in `namespace` at `now`.
     pub fn refused(&self, kind: WorkloadKind, namespace: &Arc<str>, now: Instant) -> bool {
-        let mut refusals = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        let Some(r) = refusals.get_mut(&(kind, namespace.clone())) else { return false };
-        if now.duration_since(r.since) >= RECHECK {
-            r.standing = false;
-        }
-        r.standing
+        let refusals = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        refusals.get(&(kind, namespace.clone())).is_some_and(|since| now.duration_since(*since) < RECHECK)
     }
 
     /// Notes a refusal at `now`; true the first time for this kind and namespace (when a user must be told).
     pub fn note(&self, kind: WorkloadKind, namespace: &Arc<str>, now: Instant) -> bool {
         let mut refusals = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        refusals.insert((kind, namespace.clone()), Refusal { since: now, standing: true }).is_none()
+        refusals.insert((kind, namespace.clone()), now).is_none()
     }
 }
 
