@@ -156,46 +156,50 @@ async fn names_that_share_an_env_var_are_reported_and_still_reload() {
 
 /// API Priority and Fairness throttling the controller: its Deployment PATCHes go to a priority level with no
 /// seats of its own, so a PATCH sent while another runs is rejected with 429, `Retry-After: 1` and a plain-text
-/// body. The controller (as a user only that level serves, by impersonation) must still reload every Deployment
-/// exactly once. (The client retries a 429 after its `Retry-After`: kube's default, server-aware retry policy.)
+/// body. The controller (as a ServiceAccount only that level serves) must still reload every Deployment exactly
+/// once. (The client retries a 429 after its `Retry-After`: kube's default, server-aware retry policy.)
 #[tokio::test]
 async fn throttled_writes_all_land_once() {
     let ns = TestNamespace::create("throttled").await;
     let client = ns.client.clone();
-    let user = format!("throttled-{}", ns.name);
+    let read = ["get", "list", "watch"];
+    let rules = json!([
+        {"apiGroups": [""], "resources": ["configmaps", "secrets"], "verbs": read},
+        {"apiGroups": ["apps"], "resources": ["deployments", "statefulsets", "daemonsets"], "verbs": ["get", "list", "watch", "patch"]},
+        {"apiGroups": ["batch"], "resources": ["cronjobs", "jobs"], "verbs": read},
+        {"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]}
+    ]);
+    let kubeconfig = rbac::service_account_with_rules(&ns, "reloader", rules, rbac::Scope::Namespace).await;
+    let level = format!("throttled-{}", ns.name);
     let objects = [
         json!({"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "PriorityLevelConfiguration",
-               "metadata": {"name": user},
+               "metadata": {"name": level},
                "spec": {"type": "Limited", "limited": {"nominalConcurrencyShares": 0, "lendablePercent": 0,
                         "borrowingLimitPercent": 0, "limitResponse": {"type": "Reject"}}}}),
-        json!({"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema", "metadata": {"name": user},
-               "spec": {"matchingPrecedence": 100, "priorityLevelConfiguration": {"name": user},
+        json!({"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema", "metadata": {"name": level},
+               "spec": {"matchingPrecedence": 100, "priorityLevelConfiguration": {"name": level},
                         "distinguisherMethod": {"type": "ByUser"},
-                        "rules": [{"subjects": [{"kind": "User", "user": {"name": user}}],
+                        "rules": [{"subjects": [{"kind": "ServiceAccount",
+                                                 "serviceAccount": {"name": "reloader", "namespace": ns.name}}],
                                    "resourceRules": [{"verbs": ["patch"], "apiGroups": ["apps"],
                                                       "resources": ["deployments"], "namespaces": [ns.name]}]}]}}),
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": user},
-               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
-               "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]}),
     ];
     chart::apply(&client, &objects).await;
+    // The API server's flow-control configuration has taken the schema in once it has written its status.
+    let schema = chart::api_for(&client, &objects[1]).await;
+    wait_for("the FlowSchema in effect", RELOAD_WAIT, || async {
+        let s = schema.get(&level).await.map_err(|e| e.to_string())?;
+        let conditions = s.data["status"]["conditions"].as_array().map_or(0, Vec::len);
+        if conditions > 0 { Ok(()) } else { Err("no status yet".to_owned()) }
+    })
+    .await;
     create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
     let names: Vec<String> = (0..6).map(|i| format!("web-{i}")).collect();
     for name in &names {
         let auto = json!({"reloader.stakater.com/auto": "true"});
         Kind::Deployment.create(&ns, name, auto, json!({}), env_from_configmap("cfg")).await;
     }
-    // The test cluster's kubeconfig, acting as `user` (JSON is YAML).
-    let mut kubeconfig =
-        kube::config::Kubeconfig::read_from(testenv::harness::kubeconfig_path()).expect("read kubeconfig");
-    for named in &mut kubeconfig.auth_infos {
-        if let Some(auth) = named.auth_info.as_mut() {
-            auth.impersonate = Some(user.clone());
-        }
-    }
-    let path = std::env::temp_dir().join(format!("{user}.kubeconfig"));
-    std::fs::write(&path, serde_json::to_vec(&kubeconfig).expect("kubeconfig json")).expect("write kubeconfig");
-    let reloader = Reloader::start_with_env(&ns.name, &[], &[("KUBECONFIG", &path.display().to_string())]).await;
+    let reloader = Reloader::start_with_env(&ns.name, &[], &[("KUBECONFIG", &kubeconfig.display().to_string())]).await;
 
     set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
     let hash = configmap_hash(&[("k", "2")]);
@@ -210,22 +214,31 @@ async fn throttled_writes_all_land_once() {
         if behind.is_empty() { Ok(()) } else { Err(format!("not yet: {behind:?}")) }
     })
     .await;
+    // One rollout each, and no second one afterwards (a throttled write retried into a duplicate).
     for name in &names {
-        Kind::Deployment.wait_revisions(&ns, name, 2).await; // one rollout each, no duplicate
+        Kind::Deployment.wait_revisions(&ns, name, 2).await;
     }
+    holds_for("every Deployment at 2 revisions", QUIET_PERIOD, || async {
+        for name in &names {
+            let got = Kind::Deployment.revisions(&ns, name).await;
+            if got != 2 {
+                return Err(format!("{name}: {got} revisions"));
+            }
+        }
+        Ok(())
+    })
+    .await;
     // The API server rejected some of them (so the case tested what it says).
     let metrics = client.request_text(http::Request::get("/metrics").body(Vec::new()).expect("request")).await;
     let metrics = metrics.expect("API server metrics");
-    let level = format!("priority_level=\"{user}\"");
+    let label = format!("priority_level=\"{level}\"");
     let rejected: f64 = metrics
         .lines()
-        .filter(|l| l.starts_with("apiserver_flowcontrol_rejected_requests_total{") && l.contains(&level))
+        .filter(|l| l.starts_with("apiserver_flowcontrol_rejected_requests_total{") && l.contains(&label))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum();
     assert!(rejected > 0.0, "no PATCH was throttled, so nothing was tested:\n{}", reloader.logs().join("\n"));
-    let _ = std::fs::remove_file(path);
     for object in &objects {
-        let name = object["metadata"]["name"].as_str().unwrap_or_default();
-        let _ = chart::api_for(&client, object).await.delete(name, &DeleteParams::default()).await;
+        let _ = chart::api_for(&client, object).await.delete(&level, &DeleteParams::default()).await;
     }
 }

@@ -14,6 +14,7 @@ use std::time::Duration;
 use common::{chart::*, csi::*, custom::*, *};
 use k8s_openapi::api::{
     apps::v1::Deployment,
+    authorization::v1::SubjectAccessReview,
     batch::v1::{CronJob, Job},
     core::v1::{ConfigMap, Namespace, Pod},
     events::v1::Event,
@@ -394,8 +395,20 @@ async fn key_level_reader_with_another_configmap(prefix: &str, unlisted: bool) -
             role.metadata.managed_fields = None;
             roles.replace(&role.name_any(), &PostParams::default(), &role).await.expect("take configmaps away");
         }
-        // The authorizer sees Role changes through its own watch.
-        tokio::time::sleep(Duration::from_secs(2)).await;
+        // The authorizer sees Role changes through its own watch: wait until it denies the read.
+        let user = format!("system:serviceaccount:{0}:{0}-reloader", ns.name);
+        let review: SubjectAccessReview = serde_json::from_value(json!({"spec": {"user": user,
+            "resourceAttributes": {"namespace": ns.name, "verb": "list", "resource": "configmaps"}}}))
+        .expect("review");
+        let reviews = Api::<SubjectAccessReview>::all(client.clone());
+        wait_for("list on ConfigMaps denied", SYNC_WAIT, || async {
+            let answer = reviews.create(&PostParams::default(), &review).await.map_err(|e| e.to_string())?;
+            match answer.status.map(|s| s.allowed) {
+                Some(false) => Ok(()),
+                other => Err(format!("allowed: {other:?}")),
+            }
+        })
+        .await;
     }
     let annotations = json!({"reloader.stakater.com/auto": "true", "reloader.stakater.com/reload-on": "keys-used"});
     let spec = json!({"containers": [{"name": "app", "image": "x",
