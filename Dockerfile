@@ -4,7 +4,8 @@
 #
 # Multi-arch: docker buildx build --platform linux/amd64,linux/arm64 -t <registry>/reloader:<tag> .
 # Each platform compiles natively (under emulation when needed); `make test` builds the same release binary
-# (`cargo build --release --locked --bin reloader`).
+# (`cargo build --release --locked --bin reloader`). On amd64 the build places the code the controller runs first
+# (build.rs, build/symbol-order.txt: an idle controller's memory is mostly its code).
 FROM docker.io/library/rust:1.95-slim-bookworm AS build
 WORKDIR /src
 COPY . .

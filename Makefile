@@ -28,9 +28,11 @@ lint:
 build:
 	$(CARGO) build --workspace --all-targets
 
-# The binary the container image ships (see Dockerfile).
+# The binary the container image ships (see Dockerfile), and a check that its code layout list still matches it
+# (build.rs; regenerate with build/symbol-order.sh).
 release:
 	$(CARGO) build --release --locked --bin reloader
+	build/check-symbol-order.sh target/release/reloader
 
 # Regenerate deploy/kubernetes/reloader.yaml and the chart's golden files from deploy/helm/reloader.
 manifests: build

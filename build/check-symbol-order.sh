@@ -1,0 +1,18 @@
+#!/bin/sh
+# Checks that build/symbol-order.txt still names the release binary's functions (build.rs places them first; an
+# idle controller's memory depends on it, BENCHMARKS.md). A new Rust toolchain or new dependency versions rename
+# the symbols of the crates concerned; then this fails until `build/symbol-order.sh` regenerates the list.
+set -eu
+cd "$(dirname "$0")/.."
+binary=${1:-target/release/reloader}
+list=build/symbol-order.txt
+# The list is used only where build.rs uses it.
+if [ "${RELOADER_SYMBOL_ORDER:-}" = off ] || [ "$(uname -m)" != x86_64 ]; then exit 0; fi
+listed=$(wc -l < "$list")
+found=$(nm --defined-only "$binary" | awk 'NR == FNR { listed[$1] = 1; next } ($NF in listed) { found++ } END { print found + 0 }' "$list" -)
+# Every function is found right after regenerating; edits to our code rename or inline a few.
+if [ $((found * 100)) -lt $((listed * 85)) ]; then
+  echo "build/symbol-order.txt: only $found of its $listed functions are in $binary; regenerate it with build/symbol-order.sh" >&2
+  exit 1
+fi
+echo "build/symbol-order.txt: $found of $listed functions found in $binary"
