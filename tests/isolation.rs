@@ -8,6 +8,8 @@
 //! - A named list matching many long-named ConfigMaps, and a Deployment whose annotations are at the 256 KiB
 //!   limit already: the `applied-hashes` record stays within its budget, and when even that does not fit,
 //!   the reload is written without it.
+//! - An API that answers one namespace's updates 503 (a webhook or aggregated API down): reloads elsewhere go on
+//!   at once, and the refused ones land once the API is back.
 
 mod common;
 
@@ -218,4 +220,50 @@ async fn a_change_made_while_the_role_was_missing_is_applied_once_it_is_back() {
         Some(configmap_hash(&[("k", "3")]))
     );
     Kind::Deployment.stays_at_revisions(&ns, "web", 3).await;
+}
+
+/// An API that refuses one namespace's Deployment updates with 503 for as long as it is down (here an admission
+/// webhook answering so; an unavailable aggregated API answers the same), more Deployments there than workers,
+/// all due for a reload: a Deployment in another namespace still reloads at once. With kube's default retry
+/// policy each 503 was retried for ≈ 3 minutes inside the request, holding a worker all that time.
+#[tokio::test]
+async fn an_api_answering_503_in_one_namespace_holds_up_no_reload_elsewhere() {
+    let down = TestNamespace::create("unavailable").await;
+    let other = TestNamespace::create("unavailable-other").await;
+    for ns in [&down, &other] {
+        create_configmap(ns, "cfg", &[("k", "1")], &[]).await;
+    }
+    let auto = json!({"reloader.stakater.com/auto": "true"});
+    for i in 0..6 {
+        Kind::Deployment.create(&down, &format!("web-{i}"), auto.clone(), json!({}), env_from_configmap("cfg")).await;
+    }
+    Kind::Deployment.create(&other, "web", auto, json!({}), env_from_configmap("cfg")).await;
+    let scope = format!("--namespaces={},{}", down.name, other.name);
+    // A short backoff cap, so the refused ones are tried soon after the API is back.
+    let reloader = Reloader::start_unscoped(&[&scope, "--max-retry-backoff=5s"], &[]).await;
+    let webhook = webhook::RefusingWebhook::start(&down, 503, "web-0").await;
+
+    set_configmap_data(&down, "cfg", &[("k", "2")]).await;
+    // Every worker has met the 503 before the other namespace's change arrives.
+    let probed = webhook.calls();
+    wait_for("the controller's updates refused", RELOAD_WAIT, || async {
+        let refused = webhook.calls() - probed;
+        if refused >= 4 { Ok(()) } else { Err(format!("{refused} refused so far")) }
+    })
+    .await;
+    set_configmap_data(&other, "cfg", &[("k", "2")]).await;
+    let hash = configmap_hash(&[("k", "2")]);
+    wait_for("the other namespace's Deployment reloaded", RELOAD_WAIT, || async {
+        match Kind::Deployment.env(&other, "web", "app", "STAKATER_CFG_CONFIGMAP").await {
+            Some(h) if h == hash => Ok(()),
+            got => Err(format!("STAKATER_CFG_CONFIGMAP = {got:?}\n{}", reloader.logs().join("\n"))),
+        }
+    })
+    .await;
+    // The refused ones are still tried, not dropped: once the API is back they reload (each once).
+    drop(webhook);
+    for i in 0..6 {
+        Kind::Deployment.wait_revisions(&down, &format!("web-{i}"), 2).await;
+    }
+    Kind::Deployment.stays_at_revisions(&down, "web-0", 2).await;
 }

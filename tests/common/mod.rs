@@ -9,6 +9,7 @@ pub mod csi;
 pub mod custom;
 pub mod rbac;
 mod receiver;
+pub mod webhook;
 
 #[allow(unused_imports)] // not every test binary starts the controller or runs explain
 pub use binary::{Reloader, explain_as, explain_with};

@@ -1,22 +1,47 @@
 //! The Kubernetes client, with every request counted in `rest_client_requests_total{code,method,host}` and
 //! timed in `rest_client_request_duration_seconds{verb,host}` (the metrics upstream v1 hooks into client-go; its
-//! load test and dashboards read them).
+//! load test and dashboards read them), and throttled or unavailable answers retried briefly ([`retry`]).
+
+pub mod retry;
 
 use std::task::{Context, Poll};
 
 use futures::{FutureExt, future::BoxFuture};
 use http::{Request, Response};
-use kube::client::ClientBuilder;
+use kube::client::{Body, ClientBuilder};
 use prometheus::{HistogramVec, IntCounterVec};
-use tower::{Layer, Service};
+use tower::{BoxError, Layer, Service, buffer::BufferLayer, retry::RetryLayer};
+
+/// Requests waiting for the client's stack to take them.
+const PENDING_REQUESTS: usize = 1024;
 
 /// Builds a client from the usual sources (`KUBECONFIG`, `~/.kube/config`, in-cluster) whose requests are
-/// counted in `counter` and timed in `duration`.
+/// counted in `counter` and timed in `duration`, each attempt of a retried one too.
 pub async fn counted_client(counter: IntCounterVec, duration: HistogramVec) -> Result<kube::Client, kube::Error> {
-    let config = kube::Config::infer().await.map_err(kube::Error::InferConfig)?;
+    let mut config = kube::Config::infer().await.map_err(kube::Error::InferConfig)?;
+    // kube's own retries can hold a request for minutes; ours are brief (see `retry`).
+    config.default_retry = false;
     let host = config.cluster_url.authority().map(ToString::to_string).unwrap_or_default();
-    let layer = CountRequests { counter, duration, host };
-    Ok(ClientBuilder::try_from(config)?.with_layer(&layer).build())
+    let count = CountRequests { counter, duration, host };
+    Ok(layered(ClientBuilder::try_from(config)?, &count))
+}
+
+/// `stack` (kube's: TLS, auth, the connection pool) with each request counted and briefly retried.
+fn layered<S, B>(stack: ClientBuilder<S>, count: &CountRequests) -> kube::Client
+where
+    S: Service<Request<Body>, Response = Response<B>> + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<BoxError> + Send + Sync + 'static,
+    B: http_body::Body<Data = bytes::Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    // A retry sends the request again through the stack below it, so that stack must be shareable: the buffer
+    // makes it so (one task hands requests to kube's stack, whose connection pool is always ready).
+    stack
+        .with_layer(count)
+        .with_layer(&BufferLayer::new(PENDING_REQUESTS))
+        .with_layer(&RetryLayer::new(retry::BriefRetry::default()))
+        .build()
 }
 
 /// Sends a write whose response nothing reads, asking for the object's metadata only
@@ -87,3 +112,7 @@ where
             .boxed()
     }
 }
+
+#[cfg(test)]
+#[path = "client_tests.rs"]
+mod tests;

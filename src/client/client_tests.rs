@@ -1,0 +1,82 @@
+//! The client's layers over a mock API server: a throttled request is sent again, the same, and each attempt is
+//! counted; a lasting 503 reaches the caller after the brief retries instead of holding it.
+
+use http::{Request, Response, StatusCode};
+use kube::client::{Body, ClientBuilder};
+use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, Opts};
+
+use super::{CountRequests, layered, retry::RETRIES};
+
+fn counting() -> CountRequests {
+    let counter = IntCounterVec::new(Opts::new("requests", "requests"), &["code", "method", "host"]).expect("counter");
+    let duration = HistogramVec::new(HistogramOpts::new("duration", "duration"), &["verb", "host"]).expect("histogram");
+    CountRequests { counter, duration, host: "api".into() }
+}
+
+fn answer(status: StatusCode, retry_after: Option<&str>) -> Response<Body> {
+    let status_body = format!(r#"{{"kind":"Status","apiVersion":"v1","code":{}}}"#, status.as_u16());
+    let mut response = Response::new(Body::from(status_body.into_bytes()));
+    *response.status_mut() = status;
+    if let Some(seconds) = retry_after {
+        response.headers_mut().insert(http::header::RETRY_AFTER, seconds.parse().expect("header"));
+    }
+    response
+}
+
+fn patch() -> Request<Vec<u8>> {
+    Request::patch("/apis/apps/v1/namespaces/ns/deployments/web")
+        .header(http::header::CONTENT_TYPE, "application/merge-patch+json")
+        .body(br#"{"spec":{}}"#.to_vec())
+        .expect("request")
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_throttled_request_is_sent_again_the_same_and_each_attempt_is_counted() {
+    let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+    let count = counting();
+    let client = layered(ClientBuilder::new(service, "default"), &count);
+    let server = tokio::spawn(async move {
+        let mut seen = Vec::new();
+        for status in [StatusCode::TOO_MANY_REQUESTS, StatusCode::OK] {
+            let (request, respond) = handle.next_request().await.expect("a request");
+            let (parts, body) = request.into_parts();
+            let body = body.collect_bytes().await.expect("body").to_vec();
+            seen.push((parts.method.to_string(), parts.uri.to_string(), body));
+            respond.send_response(answer(status, Some("1")));
+        }
+        seen
+    });
+    let started = tokio::time::Instant::now();
+    client.request_text(patch()).await.expect("the second attempt succeeds");
+    assert!(started.elapsed() >= std::time::Duration::from_secs(1), "waited for Retry-After");
+    let seen = server.await.expect("server");
+    let first =
+        ("PATCH".to_owned(), "/apis/apps/v1/namespaces/ns/deployments/web".to_owned(), br#"{"spec":{}}"#.to_vec());
+    assert_eq!(seen, [first.clone(), first]);
+    let counted = |code: &str| count.counter.with_label_values(&[code, "PATCH", "api"]).get();
+    assert_eq!((counted("429"), counted("200")), (1, 1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_lasting_503_reaches_the_caller_after_the_brief_retries() {
+    let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+    let count = counting();
+    let client = layered(ClientBuilder::new(service, "default"), &count);
+    let server = tokio::spawn(async move {
+        let mut attempts = 0;
+        while let Some((_, respond)) = handle.next_request().await {
+            attempts += 1;
+            respond.send_response(answer(StatusCode::SERVICE_UNAVAILABLE, None));
+        }
+        attempts
+    });
+    let started = tokio::time::Instant::now();
+    let result = client.request_text(patch()).await;
+    let waited = started.elapsed();
+    assert!(matches!(&result, Err(kube::Error::Api(s)) if s.code == 503), "{result:?}");
+    // 50 + 100 + 200 ms of backoff, not kube's default minutes.
+    assert_eq!(waited, std::time::Duration::from_millis(350));
+    drop(client);
+    assert_eq!(server.await.expect("server"), 1 + RETRIES);
+    assert_eq!(count.counter.with_label_values(&["503", "PATCH", "api"]).get(), u64::from(1 + RETRIES));
+}

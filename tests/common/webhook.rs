@@ -1,0 +1,154 @@
+//! An admission webhook on 127.0.0.1 that refuses every Deployment update in one namespace with a chosen status
+//! code: for a test, the API answering one namespace's writes 503 for as long as it runs (a webhook whose
+//! backend is down, an aggregated API that is unavailable).
+
+use std::{
+    io,
+    net::SocketAddr,
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
+};
+
+use axum::{Router, routing::post};
+use base64::Engine;
+use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
+use kube::{
+    Api,
+    api::{DeleteParams, Patch, PatchParams, PostParams},
+};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use serde_json::{Value, json};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::{TlsAcceptor, server::TlsStream};
+
+use super::{RELOAD_WAIT, TestNamespace, wait_for};
+
+/// The webhook, registered while this lives.
+pub struct RefusingWebhook {
+    name: String,
+    calls: Arc<AtomicUsize>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+/// Accepts TLS connections for axum (a handshake that fails is dropped, and the next connection taken).
+struct TlsListener {
+    tcp: TcpListener,
+    tls: TlsAcceptor,
+}
+
+impl axum::serve::Listener for TlsListener {
+    type Io = TlsStream<TcpStream>;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        loop {
+            let Ok((stream, addr)) = self.tcp.accept().await else { continue };
+            if let Ok(stream) = self.tls.accept(stream).await {
+                return (stream, addr);
+            }
+        }
+    }
+
+    fn local_addr(&self) -> io::Result<Self::Addr> {
+        self.tcp.local_addr()
+    }
+}
+
+impl RefusingWebhook {
+    /// Serves the webhook and registers it for updates of Deployments in `ns`, answered with `code`; returns
+    /// once the API server refuses a (dry-run) update of `probe`, a Deployment in `ns`, with that code.
+    pub async fn start(ns: &TestNamespace, code: u16, probe: &str) -> Self {
+        let (cert, key) = testenv::pki::self_signed_localhost().expect("webhook certificate");
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key));
+        let config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("TLS versions")
+            .with_no_client_auth()
+            .with_single_cert(vec![CertificateDer::from(cert.clone())], key)
+            .expect("TLS config");
+        let tcp = TcpListener::bind("127.0.0.1:0").await.expect("bind webhook");
+        let port = tcp.local_addr().expect("addr").port();
+        let calls = Arc::new(AtomicUsize::new(0));
+        let counter = calls.clone();
+        let app = Router::new().route(
+            "/",
+            post(move |body: String| {
+                counter.fetch_add(1, Ordering::Relaxed);
+                async move {
+                    let review: Value = serde_json::from_str(&body).unwrap_or_default();
+                    let answer = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": {
+                        "uid": review["request"]["uid"], "allowed": false,
+                        "status": {"code": code, "message": "the test webhook's backend is unavailable"}}});
+                    ([(http::header::CONTENT_TYPE, "application/json")], answer.to_string())
+                }
+            }),
+        );
+        let listener = TlsListener { tcp, tls: TlsAcceptor::from(Arc::new(config)) };
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+
+        let name = format!("refuse-{}", ns.name);
+        let ca = base64::engine::general_purpose::STANDARD.encode(pem(&cert));
+        let registration: ValidatingWebhookConfiguration = serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "webhooks": [{
+                "name": "refuse.reloader.test",
+                "clientConfig": {"url": format!("https://127.0.0.1:{port}/"), "caBundle": ca},
+                "rules": [{"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["deployments"]}],
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns.name}},
+                "failurePolicy": "Fail", "sideEffects": "None", "admissionReviewVersions": ["v1"], "timeoutSeconds": 5
+            }]
+        }))
+        .expect("webhook configuration");
+        let configurations: Api<ValidatingWebhookConfiguration> = Api::all(ns.client.clone());
+        configurations.create(&PostParams::default(), &registration).await.expect("register webhook");
+
+        // Without kube's default retries, which would retry each refused probe for minutes.
+        let kubeconfig = kube::config::Kubeconfig::read_from(testenv::harness::kubeconfig_path()).expect("kubeconfig");
+        let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.expect("config");
+        config.default_retry = false;
+        let probe_client = kube::Client::try_from(config).expect("probe client");
+        let deployments: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(probe_client, &ns.name);
+        let dry_run = PatchParams { dry_run: true, ..PatchParams::default() };
+        let touch = json!({"metadata": {"annotations": {"probe": "1"}}});
+        wait_for("the API server calling the webhook", RELOAD_WAIT, || async {
+            match deployments.patch(probe, &dry_run, &Patch::Merge(&touch)).await {
+                Err(kube::Error::Api(s)) if s.code == code => Ok(()),
+                other => Err(format!("{other:?}")),
+            }
+        })
+        .await;
+        Self { name, calls, server }
+    }
+
+    /// Reviews answered so far.
+    pub fn calls(&self) -> usize {
+        self.calls.load(Ordering::Relaxed)
+    }
+}
+
+fn pem(der: &[u8]) -> String {
+    let body = base64::engine::general_purpose::STANDARD.encode(der);
+    let lines: Vec<&str> = body.as_bytes().chunks(64).map(|c| std::str::from_utf8(c).unwrap_or_default()).collect();
+    format!("-----BEGIN CERTIFICATE-----\n{}\n-----END CERTIFICATE-----\n", lines.join("\n"))
+}
+
+impl Drop for RefusingWebhook {
+    fn drop(&mut self) {
+        self.server.abort();
+        let name = self.name.clone();
+        let _ = std::thread::spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
+            rt.block_on(async {
+                let client = testenv::harness::client().await;
+                let _ =
+                    Api::<ValidatingWebhookConfiguration>::all(client).delete(&name, &DeleteParams::default()).await;
+            });
+        })
+        .join();
+    }
+}
