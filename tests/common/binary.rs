@@ -14,6 +14,9 @@ use super::{RELOAD_WAIT, wait_for};
 pub struct Reloader {
     child: Child,
     lines: Arc<Mutex<Vec<String>>>,
+    /// The threads copying stdout and stderr into `lines`; they end when the process has exited and its pipes are
+    /// read to the end.
+    readers: Vec<std::thread::JoinHandle<()>>,
 }
 
 impl Reloader {
@@ -51,6 +54,7 @@ impl Reloader {
             .spawn()
             .expect("start reloader binary");
         let lines = Arc::new(Mutex::new(Vec::new()));
+        let mut readers = Vec::new();
         for pipe in [
             child.stdout.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
             child.stderr.take().map(|p| Box::new(p) as _),
@@ -59,13 +63,13 @@ impl Reloader {
         .flatten()
         {
             let sink = lines.clone();
-            std::thread::spawn(move || {
+            readers.push(std::thread::spawn(move || {
                 for line in BufReader::new(pipe).lines().map_while(Result::ok) {
                     sink.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(line);
                 }
-            });
+            }));
         }
-        Self { child, lines }
+        Self { child, lines, readers }
     }
 
     /// The process id (for signals).
@@ -73,11 +77,15 @@ impl Reloader {
         self.child.id()
     }
 
-    /// Waits for the process to exit by itself (after a signal) and returns its status code.
+    /// Waits for the process to exit by itself (after a signal) and returns its status code; its last log lines
+    /// are in [`Reloader::logs`] by then.
     pub async fn wait_exit(&mut self, timeout: Duration) -> Option<i32> {
         let start = std::time::Instant::now();
         while start.elapsed() < timeout {
             if let Ok(Some(status)) = self.child.try_wait() {
+                // The process has exited, but its last lines may still be in the pipes.
+                let readers = std::mem::take(&mut self.readers);
+                let _ = tokio::task::spawn_blocking(move || readers.into_iter().for_each(|r| drop(r.join()))).await;
                 return status.code();
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
