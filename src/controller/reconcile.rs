@@ -132,7 +132,12 @@ pub(super) async fn worker(ctx: Arc<Context>, mut leader: tokio::sync::watch::Re
                 // Logged at attempts 1, 2, 4, 8, …: a lasting failure (a missing Role) stays visible without
                 // a line per workload per backoff period.
                 if attempt.is_power_of_two() {
-                    warn!(namespace = %key.namespace, workload = %key.name, kind = %key.kind, attempt, ?delay, "reload failed, retrying: {e}");
+                    // A failed read comes after the rest of the plan was written: only the read is retried.
+                    let what = match e {
+                        Error::Read { .. } => "key-level view not read (the workload's other reloads are written)",
+                        _ => "reload failed",
+                    };
+                    warn!(namespace = %key.namespace, workload = %key.name, kind = %key.kind, attempt, ?delay, "{what}, retrying: {e}");
                 }
             }
             Err(e) => {
