@@ -46,17 +46,12 @@ async fn freeze_policy(ns: &TestNamespace) -> impl Drop {
     impl Drop for Cleanup {
         fn drop(&mut self) {
             let name = self.0.clone();
-            let _ = std::thread::spawn(move || {
-                let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
-                rt.block_on(async {
-                    let client = testenv::harness::client().await;
-                    let _ = Api::<ValidatingAdmissionPolicyBinding>::all(client.clone())
-                        .delete(&name, &DeleteParams::default())
-                        .await;
-                    let _ = Api::<ValidatingAdmissionPolicy>::all(client).delete(&name, &DeleteParams::default()).await;
-                });
-            })
-            .join();
+            testenv::harness::cleanup_from_drop(move |client| async move {
+                let _ = Api::<ValidatingAdmissionPolicyBinding>::all(client.clone())
+                    .delete(&name, &DeleteParams::default())
+                    .await;
+                let _ = Api::<ValidatingAdmissionPolicy>::all(client).delete(&name, &DeleteParams::default()).await;
+            });
         }
     }
     Cleanup(name)

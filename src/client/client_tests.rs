@@ -4,6 +4,7 @@
 use http::{Request, Response, StatusCode};
 use kube::client::{Body, ClientBuilder};
 use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, Opts};
+use tower_test::mock::Handle;
 
 use super::{CountRequests, layered, retry::RETRIES};
 
@@ -23,6 +24,13 @@ fn answer(status: StatusCode, retry_after: Option<&str>) -> Response<Body> {
     response
 }
 
+/// A client with our layers over a mock API server, and its request counter.
+fn client_over_mock() -> (kube::Client, Handle<Request<Body>, Response<Body>>, CountRequests) {
+    let (service, handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+    let count = counting();
+    (layered(ClientBuilder::new(service, "default"), &count), handle, count)
+}
+
 fn patch() -> Request<Vec<u8>> {
     Request::patch("/apis/apps/v1/namespaces/ns/deployments/web")
         .header(http::header::CONTENT_TYPE, "application/merge-patch+json")
@@ -32,9 +40,7 @@ fn patch() -> Request<Vec<u8>> {
 
 #[tokio::test(start_paused = true)]
 async fn a_throttled_request_is_sent_again_the_same_and_each_attempt_is_counted() {
-    let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
-    let count = counting();
-    let client = layered(ClientBuilder::new(service, "default"), &count);
+    let (client, mut handle, count) = client_over_mock();
     let server = tokio::spawn(async move {
         let mut seen = Vec::new();
         for status in [StatusCode::TOO_MANY_REQUESTS, StatusCode::OK] {
@@ -59,9 +65,7 @@ async fn a_throttled_request_is_sent_again_the_same_and_each_attempt_is_counted(
 
 #[tokio::test(start_paused = true)]
 async fn a_lasting_503_reaches_the_caller_after_the_brief_retries() {
-    let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
-    let count = counting();
-    let client = layered(ClientBuilder::new(service, "default"), &count);
+    let (client, mut handle, count) = client_over_mock();
     let server = tokio::spawn(async move {
         let mut attempts = 0;
         while let Some((_, respond)) = handle.next_request().await {

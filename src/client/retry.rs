@@ -8,7 +8,9 @@
 //! queue retries the workload with its own backoff while its workers serve the others.
 //!
 //! Like client-go (upstream's client), a `Retry-After` header sets the wait; upstream retries up to 10 times and
-//! waits as long as the header says.
+//! waits as long as the header says. kube's `RetryPolicy::new` takes a count and a backoff too, but it also waits
+//! as long as any `Retry-After` says, so a server asking for minutes would hold the worker again: hence this
+//! policy, which hands such an answer to the caller.
 
 use std::time::Duration;
 

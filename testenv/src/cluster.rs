@@ -361,10 +361,14 @@ fn node_ready(node: &Node) -> bool {
 
 /// A client for a kubeconfig file.
 pub async fn client_from_kubeconfig(path: &Path) -> Result<Client, Error> {
+    Client::try_from(config_from_kubeconfig(path).await?).map_err(Error::Kube)
+}
+
+/// The client configuration of a kubeconfig file.
+pub async fn config_from_kubeconfig(path: &Path) -> Result<Config, Error> {
     let kc =
         Kubeconfig::read_from(path).map_err(|e| Error::Kubeconfig { path: path.to_owned(), message: e.to_string() })?;
-    let config = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+    Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
         .await
-        .map_err(|e| Error::Kubeconfig { path: path.to_owned(), message: e.to_string() })?;
-    Client::try_from(config).map_err(Error::Kube)
+        .map_err(|e| Error::Kubeconfig { path: path.to_owned(), message: e.to_string() })
 }

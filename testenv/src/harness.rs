@@ -36,11 +36,26 @@ pub fn kubeconfig_path() -> PathBuf {
 
 /// An admin client for the test cluster.
 pub async fn client() -> Client {
+    client_with(|_| {}).await
+}
+
+/// An admin client that does not retry 429, 503 and 504 answers (kube's default retries one for minutes): for
+/// a test that expects such an answer.
+pub async fn client_without_retries() -> Client {
+    client_with(|config| config.default_retry = false).await
+}
+
+async fn client_with(adjust: impl FnOnce(&mut kube::Config)) -> Client {
     crate::install_crypto_provider();
     let path = kubeconfig_path();
-    crate::cluster::client_from_kubeconfig(&path)
-        .await
-        .unwrap_or_else(|e| panic!("cannot build a client from {}: {e}", path.display()))
+    let built = match crate::cluster::config_from_kubeconfig(&path).await {
+        Ok(mut config) => {
+            adjust(&mut config);
+            Client::try_from(config).map_err(crate::Error::Kube)
+        }
+        Err(e) => Err(e),
+    };
+    built.unwrap_or_else(|e| panic!("cannot build a client from {}: {e}", path.display()))
 }
 
 /// A namespace created for one test and deleted when dropped (set `RELOADER_TEST_KEEP_NAMESPACES=1` to keep
@@ -101,19 +116,27 @@ impl Drop for TestNamespace {
             return;
         }
         let name = self.name.clone();
-        // Drop cannot await, and the test's runtime may be shutting down: delete from a thread with its own
-        // runtime and client. Deletion is asynchronous in the cluster (KCM finalizes it); we only ask for it.
-        let _ = std::thread::spawn(move || {
-            let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
-                return;
-            };
-            rt.block_on(async {
-                let client = client().await;
-                let _ = Api::<Namespace>::all(client).delete(&name, &DeleteParams::background()).await;
-            });
-        })
-        .join();
+        // Deletion is asynchronous in the cluster (KCM finalizes it); we only ask for it.
+        cleanup_from_drop(move |client| async move {
+            let _ = Api::<Namespace>::all(client).delete(&name, &DeleteParams::background()).await;
+        });
     }
+}
+
+/// Runs `cleanup` with an admin client from a `Drop`, and returns once it has finished: drop cannot await, and
+/// the test's runtime may be shutting down, so it runs on a thread with its own runtime and client.
+pub fn cleanup_from_drop<F, Fut>(cleanup: F)
+where
+    F: FnOnce(Client) -> Fut + Send + 'static,
+    Fut: Future<Output = ()>,
+{
+    let _ = std::thread::spawn(move || {
+        let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
+            return;
+        };
+        rt.block_on(async { cleanup(client().await).await });
+    })
+    .join();
 }
 
 /// Polls `probe` every 100 ms until it returns `Ok`, and returns that value. `probe` returns `Err(seen)`

@@ -114,14 +114,24 @@ impl CertificateAuthority {
     }
 }
 
-/// A self-signed serving certificate for 127.0.0.1 (a test's own HTTPS server, e.g. an admission webhook the
-/// API server calls): the certificate, which is also the CA to trust, and its PKCS#8 key, both DER.
-pub fn self_signed_localhost() -> Result<(Vec<u8>, Vec<u8>), Error> {
+/// A self-signed serving certificate for 127.0.0.1, for a test's own HTTPS server (e.g. an admission webhook the
+/// API server calls); the certificate is also the CA its clients trust.
+pub struct SelfSigned {
+    /// The certificate, DER.
+    pub cert_der: Vec<u8>,
+    /// The certificate, PEM (a webhook's `caBundle`).
+    pub cert_pem: String,
+    /// Its PKCS#8 private key, DER.
+    pub key_der: Vec<u8>,
+}
+
+/// Generates a [`SelfSigned`] certificate for 127.0.0.1.
+pub fn self_signed_localhost() -> Result<SelfSigned, Error> {
     let mut params = CertificateParams::new(vec!["127.0.0.1".to_owned()]).map_err(rc("webhook params"))?;
     params.distinguished_name = dn("127.0.0.1", None);
     let key = KeyPair::generate().map_err(rc("webhook key"))?;
     let cert = params.self_signed(&key).map_err(rc("webhook certificate"))?;
-    Ok((cert.der().to_vec(), key.serialize_der()))
+    Ok(SelfSigned { cert_der: cert.der().to_vec(), cert_pem: cert.pem(), key_der: key.serialize_der() })
 }
 
 fn dn(common_name: &str, groups: Option<&[&str]>) -> DistinguishedName {

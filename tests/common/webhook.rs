@@ -60,14 +60,14 @@ impl RefusingWebhook {
     /// Serves the webhook and registers it for updates of Deployments in `ns`, answered with `code`; returns
     /// once the API server refuses a (dry-run) update of `probe`, a Deployment in `ns`, with that code.
     pub async fn start(ns: &TestNamespace, code: u16, probe: &str) -> Self {
-        let (cert, key) = testenv::pki::self_signed_localhost().expect("webhook certificate");
+        let cert = testenv::pki::self_signed_localhost().expect("webhook certificate");
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key));
+        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(cert.key_der));
         let config = rustls::ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .expect("TLS versions")
             .with_no_client_auth()
-            .with_single_cert(vec![CertificateDer::from(cert.clone())], key)
+            .with_single_cert(vec![CertificateDer::from(cert.cert_der)], key)
             .expect("TLS config");
         let tcp = TcpListener::bind("127.0.0.1:0").await.expect("bind webhook");
         let port = tcp.local_addr().expect("addr").port();
@@ -92,7 +92,7 @@ impl RefusingWebhook {
         });
 
         let name = format!("refuse-{}", ns.name);
-        let ca = base64::engine::general_purpose::STANDARD.encode(pem(&cert));
+        let ca = base64::engine::general_purpose::STANDARD.encode(&cert.cert_pem);
         let registration: ValidatingWebhookConfiguration = serde_json::from_value(json!({
             "metadata": {"name": name},
             "webhooks": [{
@@ -107,11 +107,7 @@ impl RefusingWebhook {
         let configurations: Api<ValidatingWebhookConfiguration> = Api::all(ns.client.clone());
         configurations.create(&PostParams::default(), &registration).await.expect("register webhook");
 
-        // Without kube's default retries, which would retry each refused probe for minutes.
-        let kubeconfig = kube::config::Kubeconfig::read_from(testenv::harness::kubeconfig_path()).expect("kubeconfig");
-        let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.expect("config");
-        config.default_retry = false;
-        let probe_client = kube::Client::try_from(config).expect("probe client");
+        let probe_client = testenv::harness::client_without_retries().await;
         let deployments: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(probe_client, &ns.name);
         let dry_run = PatchParams { dry_run: true, ..PatchParams::default() };
         let touch = json!({"metadata": {"annotations": {"probe": "1"}}});
@@ -131,24 +127,13 @@ impl RefusingWebhook {
     }
 }
 
-fn pem(der: &[u8]) -> String {
-    let body = base64::engine::general_purpose::STANDARD.encode(der);
-    let lines: Vec<&str> = body.as_bytes().chunks(64).map(|c| std::str::from_utf8(c).unwrap_or_default()).collect();
-    format!("-----BEGIN CERTIFICATE-----\n{}\n-----END CERTIFICATE-----\n", lines.join("\n"))
-}
-
 impl Drop for RefusingWebhook {
     fn drop(&mut self) {
-        self.server.abort();
+        // Unregistered before the server stops: a registered webhook that no longer answers fails the updates too.
         let name = self.name.clone();
-        let _ = std::thread::spawn(move || {
-            let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
-            rt.block_on(async {
-                let client = testenv::harness::client().await;
-                let _ =
-                    Api::<ValidatingWebhookConfiguration>::all(client).delete(&name, &DeleteParams::default()).await;
-            });
-        })
-        .join();
+        testenv::harness::cleanup_from_drop(move |client| async move {
+            let _ = Api::<ValidatingWebhookConfiguration>::all(client).delete(&name, &DeleteParams::default()).await;
+        });
+        self.server.abort();
     }
 }
