@@ -2,10 +2,13 @@
 # Checks that build/symbol-order.txt still names the release binary's functions (build.rs places them first; an
 # idle controller's memory depends on it, BENCHMARKS.md). Editing code keeps the names. A new Rust toolchain, or
 # any change to the crate's dependencies (one added, a version updated), renames many: generic code compiled into
-# this crate is named with a hash of its build, which cargo derives from its dependencies. Then this fails until
-# `build/symbol-order.sh` regenerates the list.
+# this crate is named with a hash of its build, which cargo derives from its dependencies. Then the list only
+# loses its gain (idle memory), nothing breaks: by default this warns; with --strict (the benchmark and release
+# targets, whose figures depend on it) it fails until `build/symbol-order.sh` regenerates the list.
 set -eu
 cd "$(dirname "$0")/.."
+strict=false
+if [ "${1:-}" = --strict ]; then strict=true; shift; fi
 binary=${1:-target/release/reloader}
 list=build/symbol-order.txt
 # The list is used only where build.rs uses it.
@@ -15,6 +18,8 @@ found=$(nm --defined-only "$binary" | awk 'NR == FNR { listed[$1] = 1; next } ($
 # Every function is found right after regenerating; edits to our code rename or inline a few.
 if [ $((found * 100)) -lt $((listed * 85)) ]; then
   echo "build/symbol-order.txt: only $found of its $listed functions are in $binary; regenerate it with build/symbol-order.sh" >&2
-  exit 1
+  if $strict; then exit 1; fi
+  echo "warning: the release binary works, but an idle controller uses more memory until the list is regenerated" >&2
+  exit 0
 fi
 echo "build/symbol-order.txt: $found of $listed functions found in $binary"
