@@ -1,11 +1,12 @@
-//! Brief client-side retries of throttled and unavailable responses (429, 503, 504).
+//! Brief client-side retries of throttled responses (429) only: the one answer that says the request was not
+//! executed (API Priority and Fairness rejects before the handler runs; so does an eviction a PDB refuses).
 //!
-//! kube's default policy retries those up to 15 times with a backoff growing to minutes (≈ 3 minutes in all
-//! for a lasting 503). The request's caller waits all that time: a workload whose API answers 503 for good (an
-//! aggregated API down, a webhook answering 503) held a worker each time it was tried, and four such workloads
-//! held every worker, so no other workload reloaded. Here a request is tried again at most [`RETRIES`] times,
-//! for at most [`MAX_WAIT`] each; after that the error goes back to the caller, and the controller's work
-//! queue retries the workload with its own backoff while its workers serve the others.
+//! A 503 or 504 may come after the request was applied (a webhook or etcd slow to answer, the API server's
+//! timeout): sent again, a Job's DELETE met 404 and was read as "the workload is gone", an Event's POST made a
+//! duplicate (issue 27, finding 5). Those go back to the caller, whose owner of retries (the work queue)
+//! re-derives what is still to do from the cluster before writing again. kube's default policy also retried
+//! them up to 15 times over ≈ 3 minutes, holding a worker all along. Here a 429 is tried again at most
+//! [`RETRIES`] times, for at most [`MAX_WAIT`] each; after that the error goes back to the caller too.
 //!
 //! Like client-go (upstream's client), a `Retry-After` header sets the wait; upstream retries up to 10 times and
 //! waits as long as the header says. kube's `RetryPolicy::new` takes a count and a backoff too, but it also waits
@@ -25,7 +26,7 @@ pub const FIRST_WAIT: Duration = Duration::from_millis(50);
 /// The longest wait a request makes: a server asking for more gets its answer passed on to the caller.
 pub const MAX_WAIT: Duration = Duration::from_secs(2);
 
-/// The retry policy: [`RETRIES`] more attempts for 429, 503 and 504 answers.
+/// The retry policy: [`RETRIES`] more attempts for 429 answers.
 #[derive(Clone, Debug)]
 pub struct BriefRetry {
     left: u32,
@@ -41,11 +42,7 @@ impl Default for BriefRetry {
 impl BriefRetry {
     /// How long to wait before trying again after an answer, or `None` to hand the answer to the caller.
     pub fn next_wait(&mut self, status: StatusCode, headers: &HeaderMap) -> Option<Duration> {
-        let retryable = matches!(
-            status,
-            StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE | StatusCode::GATEWAY_TIMEOUT
-        );
-        if !retryable || self.left == 0 {
+        if status != StatusCode::TOO_MANY_REQUESTS || self.left == 0 {
             return None;
         }
         self.left -= 1;
@@ -99,9 +96,9 @@ mod tests {
     }
 
     #[test]
-    fn unavailable_is_retried_three_times_with_doubling_waits() {
+    fn throttled_is_retried_three_times_with_doubling_waits() {
         let mut policy = BriefRetry::default();
-        let waits: Vec<_> = (0..4).map(|_| policy.next_wait(StatusCode::SERVICE_UNAVAILABLE, &headers(None))).collect();
+        let waits: Vec<_> = (0..4).map(|_| policy.next_wait(StatusCode::TOO_MANY_REQUESTS, &headers(None))).collect();
         let ms = Duration::from_millis;
         assert_eq!(waits, [Some(ms(50)), Some(ms(100)), Some(ms(200)), None]);
     }
@@ -110,13 +107,22 @@ mod tests {
     fn retry_after_sets_the_wait_up_to_the_cap() {
         let mut policy = BriefRetry::default();
         assert_eq!(policy.next_wait(StatusCode::TOO_MANY_REQUESTS, &headers(Some("1"))), Some(Duration::from_secs(1)));
-        assert_eq!(policy.next_wait(StatusCode::GATEWAY_TIMEOUT, &headers(Some("2"))), Some(Duration::from_secs(2)));
+        assert_eq!(policy.next_wait(StatusCode::TOO_MANY_REQUESTS, &headers(Some("2"))), Some(Duration::from_secs(2)));
         // Longer than a request may hold its caller: the caller gets the answer (its queue waits instead).
         assert_eq!(policy.next_wait(StatusCode::TOO_MANY_REQUESTS, &headers(Some("30"))), None);
         // Not a number of seconds: the backoff applies.
         let mut policy = BriefRetry::default();
         let date = Some("Fri, 04 Dec 2026 14:00:00 GMT");
         assert_eq!(policy.next_wait(StatusCode::TOO_MANY_REQUESTS, &headers(date)), Some(FIRST_WAIT));
+    }
+
+    /// Issue 27, finding 5: a 503 or 504 may come after the request was applied; a DELETE or POST sent again
+    /// then fails (404) or duplicates. The work queue retries those, from the cluster's state.
+    #[test]
+    fn answers_that_may_follow_an_applied_request_are_not_retried() {
+        for status in [StatusCode::SERVICE_UNAVAILABLE, StatusCode::GATEWAY_TIMEOUT] {
+            assert_eq!(BriefRetry::default().next_wait(status, &headers(None)), None, "{status}");
+        }
     }
 
     #[test]
