@@ -1,6 +1,8 @@
 //! The HTTP endpoints: `/metrics`, `/live` (upstream v1: 200 `alive`, 500 once leadership is lost),
-//! `/healthz` (the process serves), `/readyz` (every watch has synced, and none has been failing for longer
-//! than the bound).
+//! `/healthz` (the process serves), `/readyz` (every watch has synced, and none that reloads need has been
+//! failing for longer than the bound). Degraded is not down: a source whose kind is served another way (a
+//! workload kind listed on each change because its watch is forbidden, upstream v1's RBAC) or that is optional
+//! is named in the body of a 200 (issue 27, finding 4: under upstream's ClusterRole the pod was never Ready).
 
 use std::{
     collections::BTreeMap,
@@ -30,7 +32,8 @@ const FAILURE_MIN_ERRORS: u32 = 3;
 /// One watch source's current run of failures.
 #[derive(Clone, Debug)]
 struct SourceFailure {
-    /// A core kind (not an optional API such as Argo Rollouts): its failure makes `/readyz` 503.
+    /// Reloads depend on this source alone (a core kind, not served by the list fallback): its failure makes
+    /// `/readyz` 503.
     core: bool,
     since: Instant,
     last: Instant,
@@ -69,10 +72,12 @@ impl Health {
         self.synced.store(true, Ordering::Relaxed);
     }
 
-    /// A watch source failed at `now`. Returns true when this starts a new run of failures (worth a log line).
+    /// A watch source failed at `now`; `core`: reloads depend on it alone (see [`Self::readiness`]). Returns true
+    /// when this starts a new run of failures (worth a log line).
     pub fn source_failed(&self, source: &str, core: bool, message: &str, now: Instant) -> bool {
         let mut failing = self.failing();
         if let Some(run) = failing.get_mut(source).filter(|r| now.saturating_duration_since(r.last) <= FAILURE_GAP) {
+            run.core = core;
             run.last = now;
             run.errors = run.errors.saturating_add(1);
             message.clone_into(&mut run.message);
@@ -104,10 +109,10 @@ impl Health {
         failing.iter().filter(|(_, r)| counts(r)).map(|(n, r)| (n.clone(), r.core, r.message.clone())).collect()
     }
 
-    /// `Ok` with a note on degraded optional sources when ready, else why not. Ready means: every core watch
-    /// has listed once, and no core kind (ConfigMaps, Secrets, the built-in workloads,
-    /// namespaces) has been failing for longer than the bound. Reloads of everything else go on either way;
-    /// readiness recovers as soon as the source delivers again.
+    /// `Ok` with a note on degraded sources when ready, else why not. Ready means: every core watch has listed
+    /// once, and no core kind (ConfigMaps, Secrets, the built-in workloads, namespaces) that nothing else serves
+    /// has been failing for longer than the bound. Reloads of everything else go on either way; readiness
+    /// recovers as soon as the source delivers again.
     pub fn readiness(&self, now: Instant) -> Result<String, String> {
         if !self.synced.load(Ordering::Relaxed) {
             return Err("watches have not synced yet".to_owned());
@@ -122,7 +127,7 @@ impl Health {
             return Err(format!("watches failing for more than {:?} (reloads elsewhere go on):\n{core}", self.bound));
         }
         if !optional.is_empty() {
-            return Ok(format!("ok\ndegraded: optional kinds not watched:\n{optional}"));
+            return Ok(format!("ok\ndegraded (reloads go on): not watched:\n{optional}"));
         }
         Ok("ok".to_owned())
     }

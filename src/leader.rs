@@ -13,8 +13,16 @@
 //!
 //! Sharing upstream's Lease name means upstream and this controller exclude each other during a migration.
 //! Every replica keeps its watches and index warm; only the leader's workers write.
+//!
+//! The election runs on a thread of its own, with its own runtime and client: the controller's runtime is one
+//! thread, and an initial list of thousands of objects, or a named-list plan, kept it busy past the renew
+//! deadline, so a healthy leader stepped down (and exited) under load (issue 27, finding 0). A client's
+//! connection and request tasks live on the runtime that made it, hence the second client.
 
-use std::time::{Duration, Instant};
+use std::{
+    future::Future,
+    time::{Duration, Instant},
+};
 
 use k8s_openapi::{
     api::coordination::v1::{Lease, LeaseSpec},
@@ -24,7 +32,7 @@ use kube::{
     Api, Client,
     api::{ObjectMeta, PostParams},
 };
-use tokio::{sync::watch, task::JoinHandle};
+use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
@@ -36,8 +44,8 @@ pub struct Leadership {
     pub is_leader: watch::Receiver<bool>,
     /// Keeps the fixed channel open when HA is off.
     _always: Option<watch::Sender<bool>>,
-    /// Stops the election loop (which then releases the Lease if it holds it).
-    stop: Option<(CancellationToken, JoinHandle<()>)>,
+    /// Stops the election loop (which then releases the Lease if it holds it); the second half says it ended.
+    stop: Option<(CancellationToken, oneshot::Receiver<()>)>,
 }
 
 impl Leadership {
@@ -47,20 +55,43 @@ impl Leadership {
         Self { is_leader: rx, _always: Some(tx), stop: None }
     }
 
-    /// Starts competing for the lease.
-    pub fn elect(client: Client, cfg: &LeaderElection) -> Self {
+    /// Starts competing for the lease on a thread of its own, with the client `client` builds there. A client
+    /// that cannot be built is logged and ends the election: `is_leader`'s sender is dropped, which stops the
+    /// controller.
+    pub fn elect<F>(client: F, cfg: &LeaderElection) -> Self
+    where
+        F: Future<Output = Result<Client, kube::Error>> + Send + 'static,
+    {
         let (tx, rx) = watch::channel(false);
-        let cancel = CancellationToken::new();
-        let elector = Elector { api: Api::namespaced(client, &cfg.namespace), cfg: cfg.clone(), observed: None };
-        let task = tokio::spawn(elector.run(tx, cancel.clone()));
-        Self { is_leader: rx, _always: None, stop: Some((cancel, task)) }
+        let (cancel, (ended, ended_rx)) = (CancellationToken::new(), oneshot::channel());
+        let (token, cfg) = (cancel.clone(), cfg.clone());
+        let election = move || {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build();
+            match runtime {
+                Ok(runtime) => runtime.block_on(async move {
+                    match client.await {
+                        Ok(client) => {
+                            let api = Api::namespaced(client, &cfg.namespace);
+                            Elector { api, cfg, observed: None }.run(tx, token).await;
+                        }
+                        Err(e) => tracing::error!("leader election cannot start: building its client: {e}"),
+                    }
+                }),
+                Err(e) => tracing::error!("leader election cannot start: {e}"),
+            }
+            let _ = ended.send(());
+        };
+        if let Err(e) = std::thread::Builder::new().name("leader-election".into()).spawn(election) {
+            tracing::error!("leader election cannot start: {e}");
+        }
+        Self { is_leader: rx, _always: None, stop: Some((cancel, ended_rx)) }
     }
 
     /// Stops competing; the Lease is released if held (and `--leader-election-release-on-cancel`).
     pub async fn release(self) {
-        if let Some((cancel, task)) = self.stop {
+        if let Some((cancel, ended)) = self.stop {
             cancel.cancel();
-            let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
+            let _ = tokio::time::timeout(Duration::from_secs(5), ended).await;
         }
     }
 }

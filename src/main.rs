@@ -122,7 +122,8 @@ async fn run(args: Args, mut settings: Settings, election: Option<LeaderElection
     let leadership = match &election {
         Some(cfg) => {
             tracing::info!(lease = %cfg.lease_name, namespace = %cfg.namespace, identity = %cfg.identity, "leader election enabled");
-            Leadership::elect(client.clone(), cfg)
+            let client = reloader::client::counted_client(metrics.rest_requests.clone(), metrics.rest_duration.clone());
+            Leadership::elect(client, cfg)
         }
         None => Leadership::always(),
     };

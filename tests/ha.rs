@@ -17,13 +17,18 @@ async fn holder(ns: &TestNamespace) -> Option<String> {
 }
 
 async fn start_replica(ns: &TestNamespace, name: &str) -> Reloader {
-    let args = [
+    start_replica_with(ns, name, &[]).await
+}
+
+async fn start_replica_with(ns: &TestNamespace, name: &str, extra: &[&str]) -> Reloader {
+    let mut args = vec![
         "--enable-ha",
         "--leader-election-lease-duration=3s",
         "--leader-election-renew-deadline=2s",
         "--leader-election-retry-period=1s",
         "--coalesce-window=0",
     ];
+    args.extend_from_slice(extra);
     Reloader::start_with_env(&ns.name, &args, &[("POD_NAME", name), ("POD_NAMESPACE", &ns.name)]).await
 }
 
@@ -174,4 +179,113 @@ async fn a_leader_that_cannot_renew_steps_down_before_anyone_else_can_lead() {
         "the old leader stopped only after the new one started:\n{stepped_down}\n{took_over}"
     );
     assert_eq!(holder(&ns).await.as_deref(), Some("second"));
+}
+
+/// Issue 27, finding 0: the controller's one runtime thread kept busy (an initial list of thousands of objects,
+/// 13 controllers sharing 2 cores) must not keep the leader from renewing. The election runs on its own thread:
+/// while this test's runtime thread is blocked for twice the renew deadline, the Lease is still renewed and
+/// this replica never stops leading.
+#[tokio::test]
+async fn a_leader_whose_runtime_is_busy_still_renews() {
+    use reloader::{config::LeaderElection, leader::Leadership};
+
+    let ns = TestNamespace::create("ha-busy").await;
+    let cfg = LeaderElection {
+        lease_name: LEASE.into(),
+        namespace: ns.name.clone(),
+        identity: "busy".into(),
+        lease_seconds: 3,
+        renew_deadline: Duration::from_secs(2),
+        retry_period: Duration::from_millis(500),
+        release_on_cancel: true,
+    };
+    let leadership = Leadership::elect(kube::Client::try_default(), &cfg);
+    let mut is_leader = leadership.is_leader.clone();
+    tokio::time::timeout(RELOAD_WAIT, is_leader.wait_for(|l| *l)).await.expect("became leader").expect("elector");
+    let blocked_at = jiff::Timestamp::now();
+
+    // Blocks this runtime's only thread, as a long synchronous stretch of index work would.
+    std::thread::sleep(2 * cfg.renew_deadline);
+    let lease_ns = ns.name.clone();
+    let renewed = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        runtime.block_on(async move {
+            let client = kube::Client::try_default().await.expect("client");
+            let lease = kube::Api::<Lease>::namespaced(client, &lease_ns).get(LEASE).await.expect("lease");
+            lease.spec.and_then(|s| s.renew_time).map(|t| t.0)
+        })
+    })
+    .join()
+    .expect("reading the lease");
+
+    let renewed = renewed.expect("a renew time");
+    assert!(renewed > blocked_at, "the Lease was not renewed while the runtime was busy: {renewed} <= {blocked_at}");
+    assert!(*is_leader.borrow(), "stepped down");
+    assert!(!is_leader.has_changed().unwrap_or(true), "leadership changed while the runtime was busy");
+    leadership.release().await;
+    assert_eq!(holder(&ns).await, None, "released on cancel");
+}
+
+/// Issue 27, finding 3: every replica watches and decides, only the leader acts. Three replicas in
+/// `--webhook-url` mode see one ConfigMap change and one invalid annotation: the receiver gets one POST and
+/// the workload one `InvalidAnnotation` Event (before: three of each).
+#[tokio::test]
+async fn only_the_leader_sends_webhooks_and_events() {
+    let ns = TestNamespace::create("ha-side").await;
+    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
+    let invalid = json!({"configmap.reloader.stakater.com/reload": "cfg,(oops"});
+    Kind::Deployment.create(&ns, "bad", invalid, json!({}), plain_pod()).await;
+    let receiver = Receiver::start(Answer::Ok).await;
+    let url = format!("--webhook-url={}/hook", receiver.url);
+    let replicas = [
+        start_replica_with(&ns, "r0", &[&url]).await,
+        start_replica_with(&ns, "r1", &[&url]).await,
+        start_replica_with(&ns, "r2", &[&url]).await,
+    ];
+    // Every replica saw the bad value (each logs it) and one of them leads.
+    for r in &replicas {
+        r.wait_log("(oops").await;
+    }
+    wait_for("a leader holding the lease", RELOAD_WAIT, || async {
+        holder(&ns).await.ok_or_else(|| "no holder".to_owned())
+    })
+    .await;
+
+    set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
+    receiver.wait_requests(1).await;
+    // Evidence that every replica saw the change before asserting that only one posted.
+    for r in &replicas {
+        let base = r.http_base().await;
+        wait_for("every replica to receive the ConfigMap update", RELOAD_WAIT, || async {
+            let (_, metrics) = http_get(&base, "/metrics").await;
+            let updates =
+                sample(&metrics, r#"reloader_events_received_total{event_type="update",resource_type="configmaps"}"#);
+            if updates.unwrap_or(0.0) >= 1.0 { Ok(()) } else { Err(format!("updates: {updates:?}")) }
+        })
+        .await;
+    }
+    let invalid_events = || async {
+        let events = ns.api::<k8s_openapi::api::events::v1::Event>().list(&Default::default()).await.expect("events");
+        let about_bad = |e: &k8s_openapi::api::events::v1::Event| {
+            e.reason.as_deref() == Some("InvalidAnnotation")
+                && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("bad")
+        };
+        events.items.into_iter().filter(about_bad).map(|e| e.series.map_or(1, |s| s.count)).sum::<i32>()
+    };
+    wait_for("an InvalidAnnotation Event on bad", RELOAD_WAIT, || async {
+        match invalid_events().await {
+            0 => Err("none yet".to_owned()),
+            _ => Ok(()),
+        }
+    })
+    .await;
+    holds_for("one webhook POST and one InvalidAnnotation Event", QUIET_PERIOD, || async {
+        let (posts, events) = (receiver.requests().len(), invalid_events().await);
+        if posts == 1 && events == 1 {
+            Ok(())
+        } else {
+            Err(format!("{posts} POSTs, {events} InvalidAnnotation Events"))
+        }
+    })
+    .await;
 }

@@ -108,3 +108,28 @@ async fn env_vars_strategy_with_upstreams_rbac() {
 async fn annotations_strategy_with_upstreams_rbac() {
     every_core_reload_works_with_upstreams_rbac("annotations").await;
 }
+
+/// Issue 27, finding 4: the chart probes `/readyz`; under upstream's ClusterRole the forbidden workload watches
+/// are served by listing on each change, so the pod must stay Ready and say it is degraded. Before, `/readyz`
+/// turned 503 once the watches had failed for a minute, and the pod was Not Ready for good.
+#[tokio::test]
+async fn readiness_stays_ok_under_upstreams_rbac_and_names_what_is_degraded() {
+    let ns = TestNamespace::create("upstream-rbac-ready").await;
+    let kubeconfig = service_account_with_rules(&ns, "reloader-ready", upstream_v1_rules(), Scope::Cluster).await;
+    let kubeconfig = kubeconfig.to_string_lossy().into_owned();
+    let reloader = Reloader::start_with_env(&ns.name, &[], &[("KUBECONFIG", kubeconfig.as_str())]).await;
+    reloader.wait_log("listing deployments.apps in a changed resource's namespace").await;
+    let base = reloader.http_base().await;
+    // The watch failures count once they have lasted the bound (60 s) with 3 errors or more; until the body names
+    // them, every answer must already be 200.
+    let body =
+        wait_for("/readyz to name the listed kinds as degraded", std::time::Duration::from_secs(180), || async {
+            let (status, body) = http_get(&base, "/readyz").await;
+            assert_eq!(status, 200, "/readyz under upstream's RBAC: {body}");
+            if body.contains("degraded") && body.contains("deployments.apps") { Ok(body) } else { Err(body) }
+        })
+        .await;
+    assert!(body.starts_with("ok"), "{body}");
+    drop(reloader);
+    delete_cluster_role(&ns, "reloader-ready").await;
+}

@@ -63,11 +63,14 @@ struct Context {
     queue: WorkQueue<WorkloadKey>,
     metrics: Arc<Metrics>,
     health: Arc<Health>,
-    events: Option<EventSink>,
-    /// Alerts after reloads.
-    alerts: Option<Alerter>,
-    /// `--webhook-url`: POST instead of reloading.
-    webhook: Option<Alerter>,
+    /// Whether this replica leads: side effects (writes, Events, alerts, webhooks) come from the leader only.
+    leader: tokio::sync::watch::Receiver<bool>,
+    /// Reached through [`Context::events`] (the leader's only).
+    event_sink: Option<EventSink>,
+    /// Alerts after reloads, reached through [`Context::alerts`].
+    alerter: Option<Alerter>,
+    /// `--webhook-url`: POST instead of reloading ([`Context::webhook`]).
+    webhook_sender: Option<Alerter>,
     /// Kinds and namespaces the controller may not patch records onto (upstream v1's RBAC: CronJobs, Jobs).
     record_refusals: record_refusals::RecordRefusals,
     /// Workload writes per second (`--kube-api-qps`, `--kube-api-burst`).
@@ -79,16 +82,47 @@ impl Context {
         self.index.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Waits for the write rate limit (`--kube-api-qps`), if any.
-    async fn write_slot(&self) {
+    /// True while this replica leads (always without `--enable-ha`).
+    fn leads(&self) -> bool {
+        *self.leader.borrow()
+    }
+
+    /// Where Events go, while this replica leads: a follower sees the same objects and would repeat every
+    /// Event (upstream v1 runs no handlers on followers).
+    fn events(&self) -> Option<&EventSink> {
+        self.event_sink.as_ref().filter(|_| self.leads())
+    }
+
+    /// Where alerts go, while this replica leads.
+    fn alerts(&self) -> Option<&Alerter> {
+        self.alerter.as_ref().filter(|_| self.leads())
+    }
+
+    /// `--webhook-url` mode: changes are posted instead of reloaded (by every replica's rules, by the leader).
+    fn webhook_mode(&self) -> bool {
+        self.webhook_sender.is_some()
+    }
+
+    /// Where `--webhook-url` POSTs go, while this replica leads.
+    fn webhook(&self) -> Option<&Alerter> {
+        self.webhook_sender.as_ref().filter(|_| self.leads())
+    }
+
+    /// Waits for the write rate limit (`--kube-api-qps`), if any; then says whether this replica still leads.
+    /// The wait can be long (a fan-out at 50 writes/s) and leadership can end meanwhile (the elector runs on a
+    /// thread of its own): a replica that stepped down must not send the write (issue 27, finding 8).
+    async fn write_slot(&self) -> bool {
         if let Some(limiter) = &self.limiter {
             limiter.acquire().await;
         }
+        self.leads()
     }
 }
 
 /// How long in-flight writes may take to finish after shutdown is requested.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+/// How long the Events still held may take to be published after that (within the Pod's default 30 s grace).
+const EVENTS_GRACE: Duration = Duration::from_secs(5);
 
 /// The controller stopped because this replica lost the lease (upstream v1 then marks `/live` unhealthy so the
 /// kubelet restarts it; we also exit, like v2).
@@ -118,11 +152,11 @@ pub async fn run(
         let queue = queue.clone();
         move || queue.has_change_work()
     };
-    let events = Some(EventSink::spawn(client.clone(), metrics.clone(), busy, queue.settled_signal()));
+    let (event_sink, events_flush) = EventSink::spawn(client.clone(), metrics.clone(), busy, queue.settled_signal());
     let spawn =
         |cfg: Option<AlertConfig>| cfg.and_then(|c| Alerter::spawn(c, metrics.clone()).map_err(|e| warn!("{e}")).ok());
-    let (alerts, webhook) = (spawn(settings.alerts.clone()), spawn(settings.webhook.clone()));
-    if webhook.is_some() {
+    let (alerter, webhook_sender) = (spawn(settings.alerts.clone()), spawn(settings.webhook.clone()));
+    if webhook_sender.is_some() {
         warn!("webhook-url is set, will only send webhook, no resources will be reloaded");
     }
     let mut index = Index::default();
@@ -141,9 +175,10 @@ pub async fn run(
         queue,
         metrics,
         health,
-        events,
-        alerts,
-        webhook,
+        leader: leader.clone(),
+        event_sink: Some(event_sink),
+        alerter,
+        webhook_sender,
         record_refusals: Default::default(),
         limiter,
     });
@@ -175,6 +210,7 @@ pub async fn run(
                 ctx.metrics.leader.with_label_values(&[&lease]).set(if is_leader { 1 } else { 0 });
                 if is_leader && !was_leader {
                     info!("became leader, starting controllers");
+                    observer.report_problems();
                     observer.reconcile_all();
                 } else if !is_leader && was_leader {
                     warn!("no longer leader, shutting down");
@@ -223,6 +259,8 @@ pub async fn run(
     if drained.is_err() {
         warn!("in-flight reloads did not finish within {SHUTDOWN_GRACE:?}; exiting anyway");
     }
+    // The Events of reloads this replica wrote (while it led) are still owed, even when it stops leading now.
+    events_flush.within(EVENTS_GRACE).await;
     result
 }
 

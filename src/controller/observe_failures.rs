@@ -22,7 +22,11 @@ impl Observer {
             .set(1);
         self.errored[id] = true;
         let name = info.to_string();
-        if self.ctx.health.source_failed(&name, !info.source.is_optional(), message, now) {
+        // A workload kind that may not be watched is listed on each change instead (fallback.rs): degraded,
+        // reported in `/readyz`'s body, not a reason to take the pod out of service.
+        let listed_instead = code == Some(403) && matches!(info.source, super::Source::Workload(_));
+        let core = !info.source.is_optional() && !listed_instead;
+        if self.ctx.health.source_failed(&name, core, message, now) {
             let cost = match (code, &info.namespace) {
                 (Some(403), Some(ns)) => format!(
                     "forbidden: the controller needs list and watch on {} in namespace {ns}",

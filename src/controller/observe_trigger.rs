@@ -17,8 +17,10 @@ impl Observer {
     /// `changed`: the keys the change touched, when known (names only).
     pub(super) fn trigger(&self, index: &Index, key: &ConfigKey, now: Instant, changed: Option<&ChangedKeys>) {
         let keys = changed.map(ToString::to_string).unwrap_or_default();
-        if let Some(webhook) = &self.ctx.webhook {
-            if self.active(&key.namespace) {
+        if self.ctx.webhook_mode() {
+            if let Some(webhook) = self.ctx.webhook()
+                && self.active(&key.namespace)
+            {
                 info!(resource = %key.name, namespace = %key.namespace, changed_keys = %keys,
                       "Changes detected in '{}' of type '{}' in namespace '{}', sending webhook",
                       key.name, key.kind.upstream_type(), key.namespace);

@@ -51,7 +51,7 @@ impl Observer {
              not deferred by it"
         );
         warn!(namespace = %name, value = %value, "{message}");
-        if let Some(events) = &self.ctx.events {
+        if let Some(events) = self.ctx.events() {
             events.invalid_namespace_annotation(name, &message);
         }
     }

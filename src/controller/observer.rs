@@ -228,7 +228,7 @@ impl Observer {
                 };
                 if trigger && self.synced {
                     self.trigger(&index, &key, now, changed_keys.as_deref());
-                } else if reconcile && self.synced && self.ctx.webhook.is_none() {
+                } else if reconcile && self.synced && !self.ctx.webhook_mode() {
                     self.trigger_known(&index, &key, now);
                 }
             }
@@ -259,7 +259,7 @@ impl Observer {
                 for p in problems {
                     warn!(namespace = %key.namespace, workload = %key.name, kind = %key.kind, key = %p.key,
                           value = %p.value, "{} '{}' in namespace '{}': {}", key.kind, key.name, key.namespace, p.message);
-                    if let Some(events) = &self.ctx.events {
+                    if let Some(events) = self.ctx.events() {
                         events.invalid_annotation(&key, uid.clone(), &p.message);
                     }
                 }
@@ -391,6 +391,21 @@ impl Observer {
         }
         self.reconcile_all();
         true
+    }
+
+    /// On becoming leader: the `InvalidAnnotation` Events of problems seen while following (a follower logs them
+    /// but publishes nothing; Events are the leader's).
+    pub(super) fn report_problems(&self) {
+        for (key, uid, messages) in self.ctx.index().workload_problems() {
+            if !self.active(&key.namespace) {
+                continue;
+            }
+            for message in messages {
+                if let Some(events) = self.ctx.events() {
+                    events.invalid_annotation(&key, uid.clone(), &message);
+                }
+            }
+        }
     }
 
     /// Queues every workload (after a sync, a relist, or on becoming leader); unchanged ones cost no request.

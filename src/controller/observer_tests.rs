@@ -19,6 +19,14 @@ use crate::{
 
 /// A context whose client fails every request: the observer must never need one.
 fn context() -> Arc<Context> {
+    context_with(tokio::sync::watch::channel(true).1, None)
+}
+
+/// [`context`] with its leadership and write limiter.
+fn context_with(
+    leader: tokio::sync::watch::Receiver<bool>,
+    limiter: Option<crate::ratelimit::RateLimiter>,
+) -> Arc<Context> {
     let (service, _handle) =
         tower_test::mock::pair::<http::Request<kube::client::Body>, http::Response<kube::client::Body>>();
     let settings = Settings {
@@ -64,11 +72,12 @@ fn context() -> Arc<Context> {
         queue: WorkQueue::new(Duration::from_millis(10), Duration::from_millis(10)),
         metrics: Arc::new(crate::metrics::Metrics::new(false)),
         health: Arc::new(crate::http::Health::with_bound(Duration::ZERO)),
-        events: None,
-        alerts: None,
-        webhook: None,
+        leader,
+        event_sink: None,
+        alerter: None,
+        webhook_sender: None,
         record_refusals: Default::default(),
-        limiter: None,
+        limiter,
     })
 }
 
@@ -199,6 +208,25 @@ async fn a_stream_that_cannot_list_does_not_hold_back_the_others() {
     assert!(body.contains("deploymentconfigs.apps.openshift.io: forbidden"), "{body}");
 }
 
+/// Issue 27, finding 4: under upstream v1's RBAC (no `watch` on workloads) reloads work through the list
+/// fallback, so the pod stays Ready: the forbidden watch is named as degraded; a core source nothing else
+/// serves (ConfigMaps) still turns readiness off.
+#[tokio::test]
+async fn a_forbidden_workload_watch_served_by_listing_is_degraded_not_down() {
+    let ctx = context();
+    let mut o = listed_observer(&ctx, &[]);
+    for _ in 0..3 {
+        o.apply(Observed::Error { stream: 1, code: Some(403), message: "forbidden".into() });
+    }
+    let body = ctx.health.readiness(Instant::now()).expect("ready: Deployments are listed on each change");
+    assert!(body.contains("degraded") && body.contains("deployments.apps: forbidden"), "{body}");
+    for _ in 0..3 {
+        o.apply(Observed::Error { stream: 0, code: Some(403), message: "forbidden".into() });
+    }
+    let why = ctx.health.readiness(Instant::now()).expect_err("ConfigMaps have no other source");
+    assert!(why.contains("configmaps: forbidden"), "{why}");
+}
+
 #[tokio::test]
 async fn a_resource_stream_that_has_not_listed_keeps_the_records_of_its_kind() {
     let ctx = context();
@@ -311,4 +339,20 @@ async fn a_namespace_gone_from_a_relist_forgets_its_reported_bad_window() {
     o.apply(window("other", "nonsense", true));
     o.apply(Observed::ListDone(0));
     assert_eq!(o.bad_windows.keys().collect::<Vec<_>>(), ["other"]);
+}
+
+/// Issue 27, finding 8: a write slot granted after leadership ended is not a licence to write.
+#[tokio::test(start_paused = true)]
+async fn a_replica_that_stepped_down_while_waiting_for_the_write_limit_does_not_write() {
+    let (leads, leader) = tokio::sync::watch::channel(true);
+    let ctx = context_with(leader, crate::ratelimit::RateLimiter::new(1.0, 1));
+    assert!(ctx.write_slot().await, "the first write goes at once, while leading");
+    let waiting = {
+        let ctx = ctx.clone();
+        tokio::spawn(async move { ctx.write_slot().await })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!waiting.is_finished(), "waits for the next token");
+    leads.send_replace(false);
+    assert!(!waiting.await.expect("write_slot"), "stepped down meanwhile: no write");
 }

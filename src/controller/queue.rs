@@ -1,6 +1,9 @@
 //! A deduplicating work queue with client-go semantics: a key waits in the queue at most once, is processed by
 //! at most one worker at a time, and a key added while in flight is processed again afterwards. Failed keys
 //! come back after an exponential backoff. Each entry remembers when it was first triggered, for latency.
+//! The entry also fixes the trigger's wall-clock time once ([`Trigger`]): every attempt of one trigger writes
+//! exactly that time (`observedAt`, Argo's `restartAt`), so a retry after a lost response writes what is already
+//! there and rolls nothing (issue 27, finding 2).
 //! Keys added as background work (the full reconcile after a (re)list) wait in a second lane that is served
 //! only when the first is empty, so a change's reload does not queue behind a thousand first-sight records
 //! (BENCHMARKS.md, M1); a background key triggered by a change moves to the first lane in O(1): its old place
@@ -15,6 +18,29 @@ use std::{
 
 use tokio::sync::Notify;
 
+/// When a key was first triggered: the monotonic instant (for latency and ordering) and the wall-clock second
+/// that writes carry. Fixed when the entry is made and kept through retries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Trigger {
+    /// The monotonic time of the trigger.
+    pub at: Instant,
+    /// The trigger's wall-clock time, in Unix seconds.
+    pub unix_seconds: i64,
+}
+
+impl Trigger {
+    /// The trigger that happened at `at` (at most a moment ago): its wall-clock second is read now, once.
+    pub fn at(at: Instant) -> Self {
+        let ago = i64::try_from(at.elapsed().as_secs()).unwrap_or(0);
+        Self { at, unix_seconds: jiff::Timestamp::now().as_second().saturating_sub(ago) }
+    }
+
+    /// The earlier of two triggers.
+    fn earliest(self, other: Self) -> Self {
+        if other.at < self.at { other } else { self }
+    }
+}
+
 struct State<K> {
     queue: VecDeque<K>,
     /// The background lane, served when `queue` is empty. May hold stale entries of promoted keys.
@@ -23,7 +49,7 @@ struct State<K> {
     stale: usize,
     /// Keys waiting in a lane or to be re-queued after their in-flight run: first trigger time, and whether
     /// they are background work.
-    waiting: HashMap<K, (Instant, bool)>,
+    waiting: HashMap<K, (Trigger, bool)>,
     in_flight: HashSet<K>,
     /// Keys whose delayed add is pending.
     delayed: HashMap<K, Delayed>,
@@ -33,8 +59,8 @@ struct State<K> {
 
 /// A pending delayed add.
 struct Delayed {
-    /// First trigger time (for latency).
-    first: Instant,
+    /// First trigger.
+    first: Trigger,
     /// When it is due now (moves with each trigger, never past `cap`).
     due: tokio::time::Instant,
     /// The latest it may be due.
@@ -109,21 +135,26 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
     /// Adds `key`, triggered at `at`. If it is already waiting, the earliest trigger time is kept (and a
     /// background key moves to the first lane).
     pub fn add(&self, key: K, at: Instant) {
-        self.add_to_lane(key, at, false);
+        self.add_to_lane(key, Trigger::at(at), false);
+    }
+
+    /// Adds `key` again for the trigger it was taken off the queue with (its wall-clock time kept).
+    pub fn add_again(&self, key: K, trigger: Trigger) {
+        self.add_to_lane(key, trigger, false);
     }
 
     /// Adds `key` as background work: served after every other waiting key. No-op if it is already waiting.
     pub fn add_background(&self, key: K, at: Instant) {
-        self.add_to_lane(key, at, true);
+        self.add_to_lane(key, Trigger::at(at), true);
     }
 
-    fn add_to_lane(&self, key: K, at: Instant, background: bool) {
+    fn add_to_lane(&self, key: K, at: Trigger, background: bool) {
         let mut s = self.lock();
         if s.closed {
             return;
         }
         if let Some((t, was_background)) = s.waiting.get_mut(&key) {
-            *t = (*t).min(at);
+            *t = t.earliest(at);
             if *was_background && !background {
                 *was_background = false;
                 // Queued in the background lane unless in flight (then `finish` queues it, in the first lane now).
@@ -162,6 +193,7 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
             return self.add(key, at);
         }
         let now = tokio::time::Instant::now();
+        let at = Trigger::at(at);
         {
             let mut s = self.lock();
             // A key waiting in the first lane is served soon anyway; one waiting as background work is not: its
@@ -170,7 +202,7 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
                 return;
             }
             if let Some(d) = s.delayed.get_mut(&key) {
-                d.first = d.first.min(at);
+                d.first = d.first.earliest(at);
                 d.due = deadline_after(now, quiet).min(d.cap);
                 return;
             }
@@ -187,18 +219,18 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
                 }
             }
             let first = queue.lock().delayed.remove(&key).map(|d| d.first);
-            queue.add(key, first.unwrap_or(at));
+            queue.add_again(key, first.unwrap_or(at));
         });
     }
 
     /// Waits for the next key; `None` once the queue is shut down and empty.
-    pub async fn next(&self) -> Option<(K, Instant)> {
+    pub async fn next(&self) -> Option<(K, Trigger)> {
         loop {
             let notified = self.notify.notified();
             {
                 let mut s = self.lock();
                 if let Some(key) = s.queue.pop_front().or_else(|| s.pop_background()) {
-                    let at = s.waiting.remove(&key).map_or_else(Instant::now, |(t, _)| t);
+                    let at = s.waiting.remove(&key).map_or_else(|| Trigger::at(Instant::now()), |(t, _)| t);
                     s.in_flight.insert(key.clone());
                     if !s.queue.is_empty() || !s.background.is_empty() {
                         self.notify.notify_one();
@@ -223,7 +255,7 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
 
     /// Marks `key` failed: it is re-added after its backoff. Returns the attempt number and the delay.
     /// `at_least`: the API server's `Retry-After`, when it sent one (429).
-    pub fn retry(&self, key: &K, first_trigger: Instant, at_least: Duration) -> (u32, Duration) {
+    pub fn retry(&self, key: &K, first_trigger: Trigger, at_least: Duration) -> (u32, Duration) {
         let mut s = self.lock();
         let attempts = s.failures.entry(key.clone()).or_insert(0);
         *attempts += 1;
@@ -236,7 +268,7 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
         let deadline = deadline_after(tokio::time::Instant::now(), delay);
         tokio::spawn(async move {
             tokio::time::sleep_until(deadline).await;
-            queue.add(key, first_trigger);
+            queue.add_again(key, first_trigger);
         });
         (attempt, delay)
     }

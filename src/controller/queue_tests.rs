@@ -14,7 +14,7 @@ async fn duplicates_collapse_and_keep_the_earliest_trigger() {
     q.add("a", t0);
     q.add("b", t0);
     assert_eq!(q.len(), 2);
-    assert_eq!(q.next().await, Some(("a", t0)));
+    assert_eq!(q.next().await.map(|(k, t)| (k, t.at)), Some(("a", t0)));
     assert_eq!(q.next().await.map(|(k, _)| k), Some("b"));
     assert!(q.is_empty());
 }
@@ -38,7 +38,7 @@ async fn retries_back_off_exponentially_up_to_the_cap() {
     let mut delays = Vec::new();
     for _ in 0..4 {
         let (k, at) = q.next().await.expect("a");
-        assert_eq!(at, t0, "the first trigger time survives retries");
+        assert_eq!(at.at, t0, "the first trigger time survives retries");
         delays.push(q.retry(&k, at, Duration::ZERO).1);
     }
     assert_eq!(delays, [10, 20, 40, 40].map(Duration::from_millis));
@@ -59,7 +59,7 @@ async fn delayed_adds_coalesce_within_the_window() {
     assert!(q.is_empty(), "nothing before the window ends");
     tokio::time::sleep(Duration::from_millis(60)).await;
     assert_eq!(q.len(), 1, "one run for both triggers, at the end of the first window");
-    assert_eq!(q.next().await, Some(("a", t0)));
+    assert_eq!(q.next().await.map(|(k, t)| (k, t.at)), Some(("a", t0)));
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(q.is_empty(), "the second trigger did not schedule another run");
 }
@@ -203,7 +203,7 @@ async fn a_coalesced_change_waits_for_quiet_never_past_the_cap() {
     tokio::time::sleep(Duration::from_millis(190)).await;
     assert!(q.is_empty());
     tokio::time::sleep(Duration::from_millis(20)).await;
-    assert_eq!(q.next().await, Some(("single", t0)));
+    assert_eq!(q.next().await.map(|(k, t)| (k, t.at)), Some(("single", t0)));
     // `kubectl apply -f dir/`: writes 100 ms apart join one run, due 200 ms after the last.
     for _ in 0..3 {
         q.add_coalesced("apply", t0, quiet, cap);
@@ -227,4 +227,26 @@ async fn a_retry_waits_at_least_the_servers_retry_after() {
     q.add("a", Instant::now());
     let (k, at) = q.next().await.expect("a");
     assert_eq!(q.retry(&k, at, Duration::from_secs(3)).1, Duration::from_secs(3), "Retry-After beats the backoff");
+}
+
+/// Issue 27, finding 2: the wall-clock second a write carries is read once, when the trigger enters the queue;
+/// attempts seconds apart (a retry after a lost response) write exactly it, so the retry rolls nothing.
+#[tokio::test]
+async fn every_attempt_of_a_trigger_carries_the_same_wall_clock_second() {
+    let q = WorkQueue::new(Duration::from_millis(600), Duration::from_millis(600));
+    q.add("a", Instant::now());
+    let (k, first) = q.next().await.expect("a");
+    // Far enough apart that computing the second anew would give another one about half the time or more.
+    q.retry(&k, first, Duration::ZERO);
+    let (k, second) = q.next().await.expect("a, retried");
+    q.retry(&k, second, Duration::ZERO);
+    let (_, third) = q.next().await.expect("a, retried again");
+    assert_eq!([second, third], [first, first]);
+    // A later trigger of the same key while it waits keeps the first one's time.
+    let q = queue();
+    let t0 = Instant::now();
+    q.add("b", t0);
+    q.add("b", t0 + Duration::from_secs(5));
+    let (_, t) = q.next().await.expect("b");
+    assert_eq!(t.at, t0);
 }

@@ -11,7 +11,7 @@ use std::{
 use futures::FutureExt;
 use tracing::{debug, error, info, warn};
 
-use super::Context;
+use super::{Context, queue::Trigger};
 use crate::{
     constants::APPLIED_HASHES_BUDGET,
     index::PlannedReload,
@@ -103,12 +103,12 @@ pub(super) async fn worker(ctx: Arc<Context>, mut leader: tokio::sync::watch::Re
         let Some((key, triggered)) = ctx.queue.next().await else { return };
         if !*leader.borrow() {
             ctx.queue.done(&key);
-            ctx.queue.add(key, triggered);
+            ctx.queue.add_again(key, triggered);
             continue;
         }
         let m = &ctx.metrics;
         m.queue_depth.set(i64::try_from(ctx.queue.len()).unwrap_or(i64::MAX));
-        m.queue_latency.observe(triggered.elapsed().as_secs_f64());
+        m.queue_latency.observe(triggered.at.elapsed().as_secs_f64());
         let started = Instant::now();
         let result = match AssertUnwindSafe(reconcile(&ctx, &key, triggered)).catch_unwind().await {
             Ok(result) => result,
@@ -168,8 +168,8 @@ async fn plan_with_views(
 
 /// Plans and writes one workload; `Ok(false)` when there was nothing to write. A view that could not be read is
 /// reported (and the workload retried) after the rest of the plan was written.
-async fn reconcile(ctx: &Context, key: &WorkloadKey, triggered: Instant) -> Result<bool, Error> {
-    if ctx.webhook.is_some() {
+async fn reconcile(ctx: &Context, key: &WorkloadKey, triggered: Trigger) -> Result<bool, Error> {
+    if ctx.webhook_mode() {
         // `--webhook-url`: notify instead of reloading; level-triggered reconciles must not write either.
         return Ok(false);
     }
@@ -183,7 +183,7 @@ async fn reconcile(ctx: &Context, key: &WorkloadKey, triggered: Instant) -> Resu
 async fn write_plan(
     ctx: &Context,
     key: &WorkloadKey,
-    triggered: Instant,
+    triggered: Trigger,
     mut plan: crate::index::WorkloadPlan,
 ) -> Result<bool, Error> {
     let (pause_state, uid, restart_strategy) = {
@@ -229,15 +229,18 @@ async fn write_plan(
     let write = WorkloadWrite {
         strategy: ctx.settings.strategy,
         changes: &changes,
-        // The wall-clock time of the first trigger, not of this attempt: a retry after a lost response writes
-        // the same `observedAt` / `restartAt` again, which changes nothing, instead of a second rollout.
-        now_unix: now.as_second().saturating_sub(i64::try_from(triggered.elapsed().as_secs()).unwrap_or(0)),
+        // The wall-clock time of the trigger, fixed in its queue entry, not of this attempt: a retry after a lost
+        // response writes the same `observedAt` / `restartAt` again, which changes nothing, instead of a second
+        // rollout.
+        now_unix: triggered.unix_seconds,
         applied_hashes: plan.applied_hashes.as_ref().map(encode_applied_hashes),
         pause: pause.clone(),
         restart: restart_strategy,
     };
     let kind = key.kind.to_string();
-    ctx.write_slot().await;
+    if !ctx.write_slot().await {
+        return Ok(stepped_down(ctx, key, triggered));
+    }
     let mut result = workload::write(&ctx.client, key, &write).await;
     if let Err(kube::Error::Api(status)) = &result
         && write.applied_hashes.is_some()
@@ -256,8 +259,9 @@ async fn write_plan(
         plan.unrecorded = 0; // reported below as a rejected record, not as one cut to its budget
         result = if plan.reloads.is_empty() {
             Ok(())
+        } else if !ctx.write_slot().await {
+            return Ok(stepped_down(ctx, key, triggered));
         } else {
-            ctx.write_slot().await;
             let applied_hashes = plan.applied_hashes.as_ref().map(encode_applied_hashes);
             workload::write(&ctx.client, key, &WorkloadWrite { applied_hashes, ..write.clone() }).await
         };
@@ -289,7 +293,7 @@ async fn write_plan(
         m.reload_executed(ok, &key.namespace);
         m.action.with_label_values(&[kind.as_str(), if ok { "success" } else { "error" }]).inc();
         if ok {
-            m.action_latency.with_label_values(&[&kind]).observe(triggered.elapsed().as_secs_f64());
+            m.action_latency.with_label_values(&[&kind]).observe(triggered.at.elapsed().as_secs_f64());
             m.workloads_matched.with_label_values(&[&kind]).inc();
         } else {
             m.errors.with_label_values(&["handler_error"]).inc();
@@ -305,7 +309,7 @@ async fn write_plan(
             if let Some(next) = ctx.budget.write_failed(key) {
                 ctx.queue.add(next, Instant::now());
             }
-            if let Some(events) = &ctx.events {
+            if let Some(events) = ctx.events() {
                 events.reload_failed(key, uid, &source.to_string());
             }
             let resources = plan.reloads.iter().map(|r| r.config.to_string()).collect::<Vec<_>>().join(", ");
@@ -318,7 +322,7 @@ async fn write_plan(
         }
     }
     ctx.index().mark_written(key, &plan);
-    let latency_ms = triggered.elapsed().as_secs_f64() * 1000.0;
+    let latency_ms = triggered.at.elapsed().as_secs_f64() * 1000.0;
     match &pause {
         Some((_, PauseAction::Pause { at })) => {
             info!(namespace = %key.namespace, workload = %key.name, paused_at = %at,
@@ -333,10 +337,10 @@ async fn write_plan(
     }
     for r in &plan.reloads {
         let changed = r.changed_keys.as_deref();
-        if let Some(events) = &ctx.events {
+        if let Some(events) = ctx.events() {
             events.reloaded(key, uid.clone(), (&r.config.name, r.config.kind.upstream_type()), changed);
         }
-        if let Some(alerts) = &ctx.alerts {
+        if let Some(alerts) = ctx.alerts() {
             alerts.reloaded(&crate::alerts::payload::ReloadAlert {
                 resource: &r.config.name,
                 resource_type: r.config.kind.upstream_type(),
@@ -356,6 +360,17 @@ async fn write_plan(
         );
     }
     Ok(true)
+}
+
+/// Leadership ended while waiting to write: nothing is written; the budget slot is given back and the workload
+/// is queued again, for when (and if) this replica leads again. Returns `false`: nothing was written.
+fn stepped_down(ctx: &Context, key: &WorkloadKey, triggered: Trigger) -> bool {
+    debug!(workload = %key, "no longer leader: not writing");
+    if let Some(next) = ctx.budget.write_failed(key) {
+        ctx.queue.add(next, Instant::now());
+    }
+    ctx.queue.add_again(key.clone(), triggered);
+    false
 }
 
 fn template_change(r: &PlannedReload) -> TemplateChange {

@@ -141,17 +141,17 @@ pub(super) fn check(ctx: &Context, key: &WorkloadKey, reloads: &[PlannedReload],
             crate::constants::annotation::RELEASE_HOLD
         );
         warn!(resource = %resource, failed = %failed, hold_id = %hold_id, "{message}");
-        if let Some(events) = &ctx.events {
+        if let Some(events) = ctx.events() {
             events.change_halted(resource, message.clone());
         }
-        if let Some(alerts) = &ctx.alerts {
+        if let Some(alerts) = ctx.alerts() {
             alerts.halted(&message);
         }
     }
     if new {
         info!(namespace = %key.namespace, workload = %key.name, kind = %key.kind, reason = wait.label(),
               "{} '{}' in namespace '{}' waits: {wait}", key.kind, key.name, key.namespace);
-        if let Some(events) = &ctx.events
+        if let Some(events) = ctx.events()
             && !matches!(wait, Wait::Wave { .. })
         {
             events.reload_waits(key, uid, &wait);

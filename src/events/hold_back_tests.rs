@@ -89,3 +89,31 @@ async fn events_due_shortly_after_one_released_by_its_deadline_go_with_it() {
     assert_eq!(start.elapsed().as_millis(), 2520, "settled: no wait");
     assert!(deferral.group_until.is_none(), "a settled release starts no group");
 }
+
+/// Issue 27, finding 0: a controller that exits while reloads keep it busy publishes the Events it held back,
+/// at once, instead of dropping them with the runtime.
+#[tokio::test]
+async fn the_flush_on_exit_publishes_held_events_at_once() {
+    let (service, mut handle) =
+        tower_test::mock::pair::<http::Request<kube::client::Body>, http::Response<kube::client::Body>>();
+    let client = Client::new(service, "ns");
+    let metrics = Arc::new(Metrics::new(false));
+    // Always busy: without the flush the Event would wait out MAX_DEFER (and be lost when the runtime ends).
+    let (sink, flush) = EventSink::spawn(client, metrics, || true, Arc::new(Notify::new()));
+    let key =
+        WorkloadKey { kind: crate::workload::WorkloadKind::Deployment, namespace: "ns".into(), name: "web".into() };
+    sink.reloaded(&key, None, ("cfg", "CONFIGMAP"), None);
+    let server = tokio::spawn(async move {
+        let (request, respond) = handle.next_request().await.expect("the Event's POST");
+        let created = serde_json::json!({"apiVersion": "events.k8s.io/v1", "kind": "Event",
+            "metadata": {"name": "web.1", "namespace": "ns"}, "eventTime": "2026-12-04T10:00:00.000000Z"});
+        respond
+            .send_response(http::Response::new(kube::client::Body::from(serde_json::to_vec(&created).expect("json"))));
+        (request.method().clone(), request.uri().path().to_owned())
+    });
+    let started = std::time::Instant::now();
+    flush.within(Duration::from_secs(5)).await;
+    assert!(started.elapsed() < MAX_DEFER, "published without being held back: {:?}", started.elapsed());
+    let (method, path) = tokio::time::timeout(Duration::from_secs(1), server).await.expect("answered").expect("server");
+    assert_eq!((method.as_str(), path.as_str()), ("POST", "/apis/events.k8s.io/v1/namespaces/ns/events"));
+}

@@ -6,6 +6,8 @@
 //! server as much as a reload's PATCH, and in a fan-out of 50 workloads writing the 50 Events between the
 //! PATCHes doubled the time to the last reload (BENCHMARKS.md, S2); Events whose time is up within
 //! 250 ms of each other go together. Messages name resources and annotation values, never Secret data.
+//! On exit, [`EventsFlush`] publishes what is still held, without holding it back further, within a deadline:
+//! a controller stopping right after a reload (SIGTERM, lost leadership) used to drop its `Reloaded` Event.
 
 use std::{sync::Arc, time::Duration};
 
@@ -13,8 +15,10 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
 use tokio::{
     sync::{Notify, mpsc},
+    task::JoinHandle,
     time::Instant,
 };
+use tokio_util::sync::CancellationToken;
 
 pub use publisher::{EventNote, EventType, EventsApi};
 
@@ -47,21 +51,34 @@ impl EventSink {
     /// Starts the publisher task. It holds each event back while `busy()` (reloads waiting or being written),
     /// for at most [`MAX_DEFER`] after the event was queued (Events due within 250 ms of each other go together); `settled` is notified (`notify_waiters`) when
     /// `busy()` turns false, so a held-back event is not polled for (it was every 20 ms: a wake-up of the
-    /// controller's one thread 50 times a second all through a long fan-out).
+    /// controller's one thread 50 times a second all through a long fan-out). The returned [`EventsFlush`]
+    /// publishes what is left when the controller exits.
     pub fn spawn(
         client: Client,
         metrics: Arc<Metrics>,
         busy: impl Fn() -> bool + Send + Sync + 'static,
         settled: Arc<Notify>,
-    ) -> Self {
+    ) -> (Self, EventsFlush) {
         let (tx, mut rx) = mpsc::channel::<Pending>(QUEUE);
         let mut publisher = publisher::Publisher::new(client);
         let m = metrics.clone();
-        tokio::spawn(async move {
+        let drain = CancellationToken::new();
+        let draining = drain.clone();
+        let task = tokio::spawn(async move {
             let mut api = EventsApi::V1;
             let mut deferral = Deferral::default();
-            while let Some((event, queued)) = rx.recv().await {
-                deferral.wait(&busy, &settled, queued).await;
+            loop {
+                let next = tokio::select! {
+                    biased;
+                    next = rx.recv() => next,
+                    // Takes no more Events; those queued are still received (then `recv` ends).
+                    () = draining.cancelled(), if !rx.is_closed() => { rx.close(); continue }
+                };
+                let Some((event, queued)) = next else { break };
+                tokio::select! {
+                    () = deferral.wait(&busy, &settled, queued) => {}
+                    () = draining.cancelled() => {}
+                }
                 let mut result = publisher.publish(&event, api).await;
                 if api == EventsApi::V1 && matches!(&result, Err(kube::Error::Api(s)) if s.code == 403) {
                     // Switch for good only when core Events work where events.k8s.io ones do not (upstream's
@@ -81,7 +98,7 @@ impl EventSink {
                 }
             }
         });
-        Self { tx, metrics }
+        (Self { tx, metrics }, EventsFlush { drain, task })
     }
 
     fn send(
@@ -187,6 +204,23 @@ impl EventSink {
             ..ObjectReference::default()
         };
         self.send_to(reference, EventType::Warning, "InvalidAnnotation", "Validate", truncate(message.to_owned()));
+    }
+}
+
+/// Publishes the Events still queued when the controller exits.
+pub struct EventsFlush {
+    drain: CancellationToken,
+    task: JoinHandle<()>,
+}
+
+impl EventsFlush {
+    /// Publishes every queued Event at once (no holding back), waiting at most `within`; what is left after
+    /// that is dropped, with a warning.
+    pub async fn within(self, within: Duration) {
+        self.drain.cancel();
+        if tokio::time::timeout(within, self.task).await.is_err() {
+            tracing::warn!("some Events were not published within {within:?} of shutting down");
+        }
     }
 }
 

@@ -356,6 +356,17 @@ impl Index {
         self.workloads.keys().cloned().collect()
     }
 
+    /// Every workload with a problem in its annotations, its UID and the problems' messages.
+    pub fn workload_problems(&self) -> Vec<(WorkloadKey, Option<String>, Vec<String>)> {
+        let problems = self.workloads.iter().filter(|(_, w)| !w.summary.annotations.problems.is_empty());
+        problems
+            .map(|(k, w)| {
+                let messages = w.summary.annotations.problems.iter().map(|p| p.message.clone()).collect();
+                (k.clone(), Some(w.summary.uid.clone()).filter(|u| !u.is_empty()), messages)
+            })
+            .collect()
+    }
+
     /// Keys of the workloads of `kind` (in `namespace`, if given) — for pruning after a relist.
     pub fn workloads_of(&self, kind: WorkloadKind, namespace: Option<&str>) -> Vec<WorkloadKey> {
         self.workloads
