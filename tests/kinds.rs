@@ -125,6 +125,51 @@ async fn a_job_is_recreated_with_the_new_template() {
     .await;
 }
 
+/// Issue 27, finding 1: a Job is deleted only once its recreation would be admitted. While a webhook refuses Job
+/// creates, the user's Job stays as it is and the reload is retried; once creates are admitted it is recreated,
+/// once. Before, the Job was deleted, the create failed, and the Job was gone.
+#[tokio::test]
+async fn a_job_whose_recreation_would_be_refused_is_kept_until_it_can_be_recreated() {
+    use common::webhook::{Refused, RefusingWebhook};
+
+    let ns = TestNamespace::create("job-refused").await;
+    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
+    let job: Job = serde_json::from_value(json!({
+        "metadata": {"name": "migrate", "annotations": {"reloader.stakater.com/auto": "true"}},
+        "spec": {"backoffLimit": 0, "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "x",
+            "envFrom": [{"configMapRef": {"name": "cfg"}}]}]}}}
+    }))
+    .expect("job");
+    let jobs: Api<Job> = api(&ns);
+    let old_uid = jobs.create(&PostParams::default(), &job).await.expect("create job").uid();
+    let reloader = Reloader::start(&ns.name, &["--max-retry-backoff=2s"]).await;
+    let webhook = RefusingWebhook::refusing(&ns, 503, Refused::JobCreates).await;
+    let probed = webhook.calls();
+
+    set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
+    wait_for("the controller's Job creates refused, and retried", RELOAD_WAIT, || async {
+        let refused = webhook.calls() - probed;
+        if refused >= 2 { Ok(()) } else { Err(format!("{refused} refused so far")) }
+    })
+    .await;
+    let kept = jobs.get_opt("migrate").await.expect("get job").map(|j| j.uid());
+    assert_eq!(kept, Some(old_uid.clone()), "the Job was deleted although its recreation is refused");
+
+    drop(webhook);
+    let recreated = wait_for("the Job recreated with the new hash", RELOAD_WAIT, || async {
+        let j = jobs.get("migrate").await.map_err(|e| e.to_string())?;
+        if j.uid() == old_uid { Err("still the old Job".into()) } else { Ok(j) }
+    })
+    .await;
+    assert_carries_hash(&recreated, "k", "2");
+    holds_for("one recreation", QUIET_PERIOD, || async {
+        let uid = jobs.get("migrate").await.map_err(|e| e.to_string())?.uid();
+        if uid == recreated.uid() { Ok(()) } else { Err(format!("recreated again: {uid:?}")) }
+    })
+    .await;
+    assert_eq!(reloader.count_log("updated 'migrate'"), 1, "{:#?}", reloader.logs());
+}
+
 #[tokio::test]
 async fn ignored_workload_types_are_not_reloaded() {
     let ns = TestNamespace::create("ignored-types").await;

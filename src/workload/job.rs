@@ -50,37 +50,64 @@ const SERVER_METADATA: [&str; 8] = [
 ];
 
 /// Recreates the Job with the new template, or only records the hashes when nothing reloads.
+///
+/// The old Job is deleted only once a create of the new one is known to be admitted: a dry-run create answered
+/// "already exists" has passed admission (webhooks, policies, quota run before the name is checked), so a
+/// webhook that refuses Job creates leaves the user's Job in place and the reload is retried by the work queue
+/// (issue 27, finding 1: before, the Job was deleted and the create failed, and the Job was gone for good).
+/// A DELETE answered 404 was applied already (a lost response): the create follows. The create itself is
+/// tried again briefly ([`CREATE_RETRY_BUDGET`]) only for what a moment cures (the old object still there,
+/// throttling, a lost response), so no worker waits minutes.
 pub(super) async fn write(client: &Client, key: &WorkloadKey, w: &WorkloadWrite<'_>) -> Result<(), kube::Error> {
     if w.changes.is_empty() {
         return patch_metadata::<Job>(client, key, w).await;
     }
     let jobs = json_api::<Job>(client, &key.namespace);
     let current = get_json(&jobs, &key.name).await?;
+    let old_uid = current.pointer("/metadata/uid").and_then(Value::as_str).map(str::to_owned);
     let job: DynamicObject = serde_json::from_value(recreated(current, w)).map_err(kube::Error::SerdeError)?;
-    jobs.delete(&key.name, &DeleteParams::background()).await?;
-    // From here the old Job is gone: the new one must be created before this write returns, or nothing would
-    // ever create it (the watch forgets a deleted Job). AlreadyExists (the old object lingering), throttling,
-    // server errors and transport failures are retried for up to about two minutes; only a permanent
-    // rejection (e.g. an admission webhook) is returned.
+    match jobs.create(&PostParams { dry_run: true, ..PostParams::default() }, &job).await {
+        Err(kube::Error::Api(s)) if s.code == 409 => {}
+        Ok(_) => {}
+        Err(refused) => return Err(refused),
+    }
+    match jobs.delete(&key.name, &DeleteParams::background()).await {
+        Err(kube::Error::Api(s)) if s.code == 404 => {}
+        other => drop(other?),
+    }
+    // From here the old Job is gone: the new one must be created before this write returns (the watch forgets a
+    // deleted Job).
     let mut delay = Duration::from_millis(100);
     let mut waited = Duration::ZERO;
     loop {
         match jobs.create(&PostParams::default(), &job).await {
+            // A create answered 5xx may have been applied: a Job under the name that is not the old one is ours.
+            Err(kube::Error::Api(s))
+                if s.code == 409 && created_already(&jobs, &key.name, old_uid.as_deref()).await =>
+            {
+                return Ok(());
+            }
             Err(e) if retry_create(&e) && waited < CREATE_RETRY_BUDGET => {
                 tracing::debug!(workload = %key, "recreating the Job: {e}; retrying in {delay:?}");
                 tokio::time::sleep(delay).await;
                 waited += delay;
-                delay = (delay * 2).min(Duration::from_secs(5));
+                delay = (delay * 2).min(Duration::from_secs(2));
             }
             other => return other.map(|_| ()),
         }
     }
 }
 
-/// How long a Job deleted for a reload is retried to be created again.
-const CREATE_RETRY_BUDGET: Duration = Duration::from_secs(120);
+/// Whether a Job named `name` exists that is not the one with `old_uid`.
+async fn created_already(jobs: &kube::Api<DynamicObject>, name: &str, old_uid: Option<&str>) -> bool {
+    matches!(jobs.get_opt(name).await, Ok(Some(job)) if job.metadata.uid.as_deref() != old_uid)
+}
 
-/// Errors worth another create after the delete: anything but a permanent rejection.
+/// How long a Job deleted for a reload is retried to be created again (its create was admitted a moment ago).
+const CREATE_RETRY_BUDGET: Duration = Duration::from_secs(15);
+
+/// Errors worth another create after the delete: the old object lingering, throttling, server errors,
+/// transport failures.
 fn retry_create(e: &kube::Error) -> bool {
     match e {
         kube::Error::Api(s) => matches!(s.code, 409 | 429) || s.code >= 500,

@@ -1,6 +1,6 @@
-//! An admission webhook on 127.0.0.1 that refuses every Deployment update in one namespace with a chosen status
-//! code: for a test, the API answering one namespace's writes 503 for as long as it runs (a webhook whose
-//! backend is down, an aggregated API that is unavailable).
+//! An admission webhook on 127.0.0.1 that refuses every Deployment update (or every Job create) in one namespace
+//! with a chosen status code: for a test, the API answering one namespace's writes 503 for as long as it runs (a
+//! webhook whose backend is down, an aggregated API that is unavailable).
 
 use std::{
     io,
@@ -56,10 +56,24 @@ impl axum::serve::Listener for TlsListener {
     }
 }
 
+/// What the webhook refuses.
+pub enum Refused<'a> {
+    /// Updates of Deployments; the named Deployment is probed with a dry-run update.
+    DeploymentUpdates(&'a str),
+    /// Creates of Jobs; probed with a dry-run create.
+    JobCreates,
+}
+
 impl RefusingWebhook {
     /// Serves the webhook and registers it for updates of Deployments in `ns`, answered with `code`; returns
     /// once the API server refuses a (dry-run) update of `probe`, a Deployment in `ns`, with that code.
     pub async fn start(ns: &TestNamespace, code: u16, probe: &str) -> Self {
+        Self::refusing(ns, code, Refused::DeploymentUpdates(probe)).await
+    }
+
+    /// Serves the webhook and registers it for `refused` in `ns`, answered with `code`; returns once the API
+    /// server refuses a dry run of it with that code.
+    pub async fn refusing(ns: &TestNamespace, code: u16, refused: Refused<'_>) -> Self {
         let cert = testenv::pki::self_signed_localhost().expect("webhook certificate");
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(cert.key_der));
@@ -92,13 +106,21 @@ impl RefusingWebhook {
         });
 
         let name = format!("refuse-{}", ns.name);
+        let rule = match refused {
+            Refused::DeploymentUpdates(_) => {
+                json!({"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["deployments"]})
+            }
+            Refused::JobCreates => {
+                json!({"apiGroups": ["batch"], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["jobs"]})
+            }
+        };
         let ca = base64::engine::general_purpose::STANDARD.encode(&cert.cert_pem);
         let registration: ValidatingWebhookConfiguration = serde_json::from_value(json!({
             "metadata": {"name": name},
             "webhooks": [{
                 "name": "refuse.reloader.test",
                 "clientConfig": {"url": format!("https://127.0.0.1:{port}/"), "caBundle": ca},
-                "rules": [{"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["deployments"]}],
+                "rules": [rule],
                 "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns.name}},
                 "failurePolicy": "Fail", "sideEffects": "None", "admissionReviewVersions": ["v1"], "timeoutSeconds": 5
             }]
@@ -108,11 +130,24 @@ impl RefusingWebhook {
         configurations.create(&PostParams::default(), &registration).await.expect("register webhook");
 
         let probe_client = testenv::harness::client_without_retries().await;
-        let deployments: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(probe_client, &ns.name);
+        let deployments: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(probe_client.clone(), &ns.name);
+        let jobs: Api<k8s_openapi::api::batch::v1::Job> = Api::namespaced(probe_client, &ns.name);
         let dry_run = PatchParams { dry_run: true, ..PatchParams::default() };
         let touch = json!({"metadata": {"annotations": {"probe": "1"}}});
+        let probe_job: k8s_openapi::api::batch::v1::Job = serde_json::from_value(json!({
+            "metadata": {"name": "webhook-probe"},
+            "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "x"}]}}}
+        }))
+        .expect("probe job");
+        let create_dry_run = PostParams { dry_run: true, ..PostParams::default() };
         wait_for("the API server calling the webhook", RELOAD_WAIT, || async {
-            match deployments.patch(probe, &dry_run, &Patch::Merge(&touch)).await {
+            let answer = match refused {
+                Refused::DeploymentUpdates(probe) => {
+                    deployments.patch(probe, &dry_run, &Patch::Merge(&touch)).await.map(|_| ())
+                }
+                Refused::JobCreates => jobs.create(&create_dry_run, &probe_job).await.map(|_| ()),
+            };
+            match answer {
                 Err(kube::Error::Api(s)) if s.code == code => Ok(()),
                 other => Err(format!("{other:?}")),
             }
