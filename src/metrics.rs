@@ -48,7 +48,8 @@ pub struct Metrics {
     pub watch_failing: IntGaugeVec,
     /// `reloader_reconcile_panics_total` (ours): reconciles that panicked and were contained (and retried).
     pub panics: IntCounter,
-    /// `reloader_index_objects{type}` (ours): resources and workloads in memory.
+    /// `reloader_index_objects{type}` (ours): resources and workloads in memory; every 10 s also the sizes of
+    /// the index's other maps (references, assumed and pending hashes, namespaces…), which stay flat under churn.
     pub index_objects: IntGaugeVec,
     /// `reloader_rollouts{state}` (ours, `--max-concurrent-rollouts`): rollouts in flight, workloads waiting.
     pub rollouts: IntGaugeVec,

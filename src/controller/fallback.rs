@@ -72,6 +72,7 @@ impl Observer {
     /// is acted on.
     pub(super) fn fallback_listed(&mut self, config: ConfigKey, lists: FallbackLists, now: std::time::Instant) {
         let mut index = self.ctx.index();
+        let mut gone = Vec::new();
         for (id, listed) in lists {
             let Some(info) = self.infos().get(id) else { continue };
             let Source::Workload(kind) = info.source else { continue };
@@ -93,12 +94,13 @@ impl Observer {
                 }
                 seen.insert(key);
             }
-            for key in index.workloads_of(kind, Some(&config.namespace)) {
-                if !seen.contains(&key) {
-                    index.delete_workload(&key);
-                }
-            }
+            gone.extend(index.workloads_of(kind, Some(&config.namespace)).into_iter().filter(|k| !seen.contains(k)));
         }
+        drop(index);
+        for key in gone {
+            self.forget_workload(&key, now);
+        }
+        let index = self.ctx.index();
         self.update_gauges(&index);
         self.trigger_known(&index, &config, now);
     }

@@ -53,6 +53,12 @@ impl Observer {
         if let Some(facts) = index.config(&key).copied() {
             index.upsert_config(key, ConfigFacts { ignored, matched, ..facts }, Baseline::Current);
         }
-        self.csi_flags.insert((namespace, name), (ignored, matched));
+        // Only flags that are set are kept (a deleted class reports both unset): the map stays as small as the
+        // classes with annotations.
+        if ignored || matched {
+            self.csi_flags.insert((namespace, name), (ignored, matched));
+        } else {
+            self.csi_flags.remove(&(namespace, name));
+        }
     }
 }

@@ -278,16 +278,7 @@ impl Observer {
                     self.enqueue(key, now, Lane::Change);
                 }
             }
-            Observed::WorkloadDeleted(key) => {
-                self.ctx.index().delete_workload(&key);
-                self.ctx.waiting.forget(&key, &self.ctx.metrics.waiting);
-                for waiter in self.ctx.waiting.to_wake(now, Some(&key)) {
-                    self.enqueue(waiter, now, Lane::Change);
-                }
-                if let Some(next) = self.ctx.budget.forget(&key) {
-                    self.enqueue(next, now, Lane::Change);
-                }
-            }
+            Observed::WorkloadDeleted(key) => self.forget_workload(&key, now),
             Observed::CsiStatus { stream, namespace, name, class_hash, listed } => {
                 self.csi_status(stream, &namespace, &name, class_hash, listed, now);
             }
@@ -357,10 +348,12 @@ impl Observer {
                 }
             }
             Source::Workload(kind) => {
-                for key in index.workloads_of(kind, ns) {
-                    if !workloads.contains(&key) {
-                        index.delete_workload(&key);
-                    }
+                let gone: Vec<WorkloadKey> =
+                    index.workloads_of(kind, ns).into_iter().filter(|k| !workloads.contains(k)).collect();
+                drop(index);
+                let now = Instant::now();
+                for key in gone {
+                    self.forget_workload(&key, now);
                 }
             }
             Source::Namespaces => self.selected.retain(|n| namespaces.contains(n)),
@@ -391,6 +384,21 @@ impl Observer {
         }
         self.reconcile_all();
         true
+    }
+
+    /// The one way a workload leaves, however it goes (deleted, missing from a relist or a fallback LIST): the
+    /// index, the rollout budget's slot and the gates' waiting entry forget it, and what waited for it is woken.
+    /// A budget slot left behind was held until `--rollout-timeout` and then read as a failed rollout (issue 27,
+    /// finding 6).
+    pub(super) fn forget_workload(&self, key: &WorkloadKey, now: Instant) {
+        self.ctx.index().delete_workload(key);
+        self.ctx.waiting.forget(key, &self.ctx.metrics.waiting);
+        for waiter in self.ctx.waiting.to_wake(now, Some(key)) {
+            self.enqueue(waiter, now, Lane::Change);
+        }
+        if let Some(next) = self.ctx.budget.forget(key) {
+            self.enqueue(next, now, Lane::Change);
+        }
     }
 
     /// On becoming leader: the `InvalidAnnotation` Events of problems seen while following (a follower logs them

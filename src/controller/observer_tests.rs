@@ -356,3 +356,19 @@ async fn a_replica_that_stepped_down_while_waiting_for_the_write_limit_does_not_
     leads.send_replace(false);
     assert!(!waiting.await.expect("write_slot"), "stepped down meanwhile: no write");
 }
+
+/// Issue 27, finding 6: a workload missing from a relist leaves the same way as a deleted one. Its rollout
+/// budget slot was kept before, held until `--rollout-timeout` and then counted as a failed rollout (with
+/// `--halt-on-failed-rollout`, a halted change for nothing).
+#[tokio::test]
+async fn a_workload_gone_from_a_relist_frees_its_rollout_slot() {
+    let ctx = context();
+    let mut o = listed_observer(&ctx, &[]);
+    let web = WorkloadKey { kind: WorkloadKind::Deployment, namespace: "ns".into(), name: "web".into() };
+    ctx.budget.admit(&web, Instant::now());
+    assert_eq!(ctx.budget.sizes(), (1, 0), "web's rollout is in flight");
+    o.apply(Observed::ListStarted(1));
+    o.apply(Observed::ListDone(1));
+    assert!(ctx.index().workload_uid(&web).is_none(), "forgotten by the index");
+    assert_eq!(ctx.budget.sizes(), (0, 0), "and by the rollout budget");
+}

@@ -167,8 +167,17 @@ pub(super) fn check(ctx: &Context, key: &WorkloadKey, reloads: &[PlannedReload],
 /// again; timed-out rollouts are expired. Ends with the queue.
 pub(super) async fn tick(ctx: std::sync::Arc<Context>) {
     let mut every = tokio::time::interval(Duration::from_secs(1));
+    let mut ticks: u32 = 0;
     while !ctx.queue.is_closed() {
         every.tick().await;
+        ticks = ticks.wrapping_add(1);
+        if ticks.is_multiple_of(10) {
+            // Every 10 s: the sizes of the index's maps, one pass over the workloads.
+            let sizes = ctx.index().map_sizes();
+            for (map, size) in sizes {
+                ctx.metrics.index_objects.with_label_values(&[map]).set(i64::try_from(size).unwrap_or(i64::MAX));
+            }
+        }
         let now = Instant::now();
         for key in ctx.budget.tick(now).into_iter().chain(ctx.waiting.to_wake(now, None)) {
             ctx.queue.add(key, now);

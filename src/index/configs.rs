@@ -73,6 +73,8 @@ impl Index {
                 if was_live && record_hash != hash {
                     self.remember_departed(key.clone(), hash, record_hash);
                 }
+                self.forget_pair(key);
+                self.forget_unused_namespaces();
                 was_live
             }
             None => false,

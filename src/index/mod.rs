@@ -211,6 +211,23 @@ impl Index {
         (self.configs.len(), self.workloads.len())
     }
 
+    /// How many entries each of the index's maps holds (`reloader_index_objects`): flat under churn when every
+    /// way out forgets what it should (the soak scenario of `bench`).
+    pub fn map_sizes(&self) -> [(&'static str, usize); 8] {
+        let (assumed, pending) =
+            self.workloads.values().fold((0, 0), |(a, p), w| (a + w.assumed.len(), p + w.pending.len()));
+        [
+            ("resources", self.configs.len()),
+            ("workloads", self.workloads.len()),
+            ("references", self.referenced_by.len()),
+            ("named_list_namespaces", self.with_named_lists.len()),
+            ("namespaces", self.namespaces.len()),
+            ("departed", self.departed.len()),
+            ("assumed", assumed),
+            ("pending", pending),
+        ]
+    }
+
     /// Workloads that may reload when `key` changes: those referencing it and those with a named list for its
     /// kind in its namespace that matches its name.
     pub fn candidates(&self, key: &ConfigKey) -> Vec<WorkloadKey> {
@@ -276,7 +293,15 @@ impl Index {
         if summary.annotations.has_named_list() {
             self.with_named_lists.entry(key.namespace.clone()).or_default().insert(key.clone());
         }
-        for config in self.candidate_configs(&key, &summary) {
+        let candidates = self.candidate_configs(&key, &summary);
+        // Only what a plan reads is kept: names a workload no longer uses or matches (kustomize's hash-suffixed
+        // names, a named list's past matches) would otherwise pile up (issue 27, finding 6).
+        let candidate = |(kind, name): &Pair| {
+            candidates.contains(&ConfigKey { kind: *kind, namespace: key.namespace.clone(), name: name.clone() })
+        };
+        assumed.retain(|pair, _| candidate(pair));
+        pending.retain(|pair, _| candidate(pair));
+        for config in candidates {
             if let Some(f) = self.configs.get(&config).map(|e| &e.facts) {
                 let has_record = plan::has_record(&summary, &(config.kind, config.name.clone()));
                 let value = if has_record { f.hash } else { baseline.hash(f.hash) };
@@ -308,8 +333,29 @@ impl Index {
         }
         if let Some(set) = self.with_named_lists.get_mut(&key.namespace) {
             set.remove(key);
+            if set.is_empty() {
+                self.with_named_lists.remove(&key.namespace);
+            }
         }
         Some(state)
+    }
+
+    /// Forgets the pair of a resource that is gone for good from what the workloads that may use it assumed or
+    /// wrote (a plan reads them only for resources that exist).
+    fn forget_pair(&mut self, config: &ConfigKey) {
+        let pair = (config.kind, config.name.clone());
+        for w in self.candidates(config) {
+            if let Some(state) = self.workloads.get_mut(&w) {
+                state.assumed.remove(&pair);
+                state.pending.remove(&pair);
+            }
+        }
+    }
+
+    /// Drops the shared names of namespaces nothing indexed refers to any more (preview environments come and
+    /// go: their names would otherwise stay for the life of the process).
+    fn forget_unused_namespaces(&mut self) {
+        self.namespaces.retain(|ns| Arc::strong_count(ns) > 1);
     }
 
     /// `key` is taken not to run with `config`'s current content yet (it existed before a change the
@@ -348,6 +394,7 @@ impl Index {
         for u in state.summary.uses.iter().filter(|u| u.keys.is_some()) {
             self.refresh_wanted(&ConfigKey { kind: u.kind, namespace: key.namespace.clone(), name: u.name.clone() });
         }
+        self.forget_unused_namespaces();
         true
     }
 
@@ -386,11 +433,8 @@ impl Index {
         if summary.annotations.has_named_list() {
             out.extend(
                 self.configs
-                    .keys()
-                    .filter(|c| {
-                        c.namespace == key.namespace
-                            && summary.annotations.for_kind(c.kind).named.iter().any(|p| p.matches(&c.name))
-                    })
+                    .keys_in(&key.namespace)
+                    .filter(|c| summary.annotations.for_kind(c.kind).named.iter().any(|p| p.matches(&c.name)))
                     .cloned(),
             );
         }

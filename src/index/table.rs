@@ -4,8 +4,16 @@
 //! its capacity — up to twice the entries — and writes them all over its memory, so every page of it is resident;
 //! here the spare capacity is the `Vec`'s tail, never touched. At M1 (20,000 resources) that is ≈ 2.5 MB resident
 //! instead of 3.7 MB (issue 15, BENCHMARKS.md). `hashbrown` is already built for kube-runtime.
+//!
+//! The positions are also kept per namespace: a workload with a named list (`configmap.reloader.stakater.com/
+//! reload: "app-.*"`) is matched against its namespace's resources only, not every resource in the cluster
+//! (issue 27, finding 7: each plan and status event of such a workload scanned all 20,000 at M1).
 
-use std::hash::{BuildHasher, RandomState};
+use std::{
+    collections::{HashMap, HashSet},
+    hash::{BuildHasher, RandomState},
+    sync::Arc,
+};
 
 use hashbrown::HashTable;
 
@@ -18,6 +26,8 @@ pub(super) struct ConfigTable {
     /// Positions in `entries`.
     slots: HashTable<usize>,
     hasher: RandomState,
+    /// Positions in `entries`, by namespace; a namespace without resources has no entry.
+    by_namespace: HashMap<Arc<str>, HashSet<usize>>,
 }
 
 impl ConfigTable {
@@ -45,6 +55,7 @@ impl ConfigTable {
         let hash = self.hasher.hash_one(&key);
         let (entries, hasher) = (&self.entries, &self.hasher);
         self.slots.insert_unique(hash, position, |&i| hasher.hash_one(&entries[i].0));
+        self.by_namespace.entry(key.namespace.clone()).or_default().insert(position);
         self.entries.push((key, entry));
         None
     }
@@ -56,13 +67,29 @@ impl ConfigTable {
         let slot = self.slots.find_entry(hash, |&i| entries[i].0 == *key).ok()?;
         let (position, _) = slot.remove();
         let last = self.entries.len() - 1;
+        if let Some(in_namespace) = self.by_namespace.get_mut(&key.namespace) {
+            in_namespace.remove(&position);
+            if in_namespace.is_empty() {
+                self.by_namespace.remove(&key.namespace);
+            }
+        }
         if position != last {
-            let moved = self.hasher.hash_one(&self.entries[last].0);
-            if let Some(p) = self.slots.find_mut(moved, |&i| i == last) {
+            let moved = &self.entries[last].0;
+            if let Some(p) = self.slots.find_mut(self.hasher.hash_one(moved), |&i| i == last) {
                 *p = position;
+            }
+            if let Some(in_namespace) = self.by_namespace.get_mut(&moved.namespace) {
+                in_namespace.remove(&last);
+                in_namespace.insert(position);
             }
         }
         Some(self.entries.swap_remove(position).1)
+    }
+
+    /// The keys of `namespace`'s resources.
+    pub fn keys_in(&self, namespace: &str) -> impl Iterator<Item = &ConfigKey> {
+        let positions = self.by_namespace.get(namespace).into_iter().flatten();
+        positions.filter_map(|&i| self.entries.get(i).map(|(k, _)| k))
     }
 
     /// Number of entries.
@@ -127,5 +154,32 @@ mod tests {
         names.sort_unstable();
         assert_eq!(names.len(), 95);
         assert_eq!(names.first(), Some(&"cm-10"));
+        let mut in_ns: Vec<&str> = table.keys_in("ns").map(|k| k.name.as_str()).collect();
+        in_ns.sort_unstable();
+        assert_eq!(in_ns, names, "the namespace's positions follow every move");
+    }
+
+    #[test]
+    fn keys_by_namespace_follow_inserts_and_removals_across_namespaces() {
+        let mut table = ConfigTable::default();
+        let in_ns =
+            |ns: &str, name: &str| ConfigKey { kind: ConfigKind::Secret, namespace: ns.into(), name: name.into() };
+        for (ns, name) in [("a", "x"), ("b", "y"), ("a", "z"), ("c", "w")] {
+            table.insert(in_ns(ns, name), entry(1));
+        }
+        // Removing "x" moves "w" (namespace c) into its place.
+        table.remove(&in_ns("a", "x"));
+        let names = |t: &ConfigTable, ns: &str| {
+            let mut v: Vec<String> = t.keys_in(ns).map(|k| k.name.clone()).collect();
+            v.sort_unstable();
+            v
+        };
+        assert_eq!(
+            (names(&table, "a"), names(&table, "b"), names(&table, "c")),
+            (vec!["z".into()], vec!["y".into()], vec!["w".into()])
+        );
+        table.remove(&in_ns("a", "z"));
+        assert!(names(&table, "a").is_empty());
+        assert!(!table.by_namespace.contains_key("a"), "an emptied namespace leaves no entry");
     }
 }

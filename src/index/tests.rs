@@ -338,3 +338,42 @@ fn the_metadata_record_is_trusted_before_an_older_template_value() {
     index.upsert_config(ck, v2, Baseline::Current);
     assert!(full_plan(&mut index, &wk).is_empty());
 }
+
+/// Issue 27, finding 6: churn leaves nothing behind. Kustomize-style hash-suffixed ConfigMaps matched by a
+/// named list come and go (each reloading the workload), and workloads come and go in namespaces of their own:
+/// every map is back to its size before the churn.
+#[test]
+fn churn_of_resources_and_namespaces_leaves_every_map_as_it_was() {
+    let mut index = Index::default();
+    let (wk, ws) = deployment("web", json!({"configmap.reloader.stakater.com/reload": "app-.*"}), json!([]));
+    index.upsert_workload(wk.clone(), ws, Baseline::Current);
+    let before = index.map_sizes();
+    for i in 0..100 {
+        let (ck, cf) = cm(&format!("app-{i:05x}"), "v1");
+        index.upsert_config(ck.clone(), cf, Baseline::Current);
+        let (_, changed) = cm(&format!("app-{i:05x}"), "v2");
+        index.upsert_config(ck.clone(), changed, Baseline::Current);
+        let reloads = full_plan(&mut index, &wk);
+        assert_eq!(reloads.reloads.len(), 1, "app-{i:05x}");
+        index.mark_written(&wk, &reloads);
+        index.delete_config(&ck, false);
+    }
+    for i in 0..50 {
+        let namespace = index.intern(&format!("preview-{i}"));
+        let (mut key, summary) = auto("web");
+        key.namespace = namespace;
+        index.upsert_workload(key.clone(), summary, Baseline::Current);
+        let (mut ck, cf) = cm("cfg", "v1");
+        ck.namespace = key.namespace.clone();
+        index.upsert_config(ck.clone(), cf, Baseline::Current);
+        index.delete_config(&ck, false);
+        index.delete_workload(&key);
+    }
+    // The caller's own key still names the last namespace while it is deleted: that one name goes at the next
+    // deletion. Nothing else is left.
+    let mut after = index.map_sizes();
+    let namespaces = after.iter_mut().find(|(map, _)| *map == "namespaces").expect("namespaces");
+    assert!(namespaces.1 <= 1, "{} namespace names kept", namespaces.1);
+    namespaces.1 = 0;
+    assert_eq!(after, before);
+}
