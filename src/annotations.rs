@@ -5,7 +5,11 @@ use std::collections::BTreeMap;
 
 use regex::Regex;
 
-use crate::{constants::annotation as default, resource::ConfigKind};
+use crate::{
+    constants::annotation as default,
+    resource::ConfigKind,
+    values::{WorkloadProblem, parse_go_bool},
+};
 
 /// The annotation keys in use (defaults in [`crate::constants::annotation`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -105,18 +109,6 @@ pub struct Selection {
     pub named: Vec<NamedPattern>,
     /// Exclude-list entries; always from workload metadata (upstream v1).
     pub exclude: Vec<String>,
-}
-
-/// A problem with a workload's configuration (an annotation value, a resource name), reported once per
-/// workload change with the object, the key and the value.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct WorkloadProblem {
-    /// The annotation key (or env var name).
-    pub key: String,
-    /// The offending value.
-    pub value: String,
-    /// What is wrong, as a sentence naming key and value.
-    pub message: String,
 }
 
 /// Everything about a workload's annotations that decisions need.
@@ -236,15 +228,6 @@ fn compile_named(key: &str, value: &str, problems: &mut Vec<WorkloadProblem>) ->
         }
     }
     out
-}
-
-/// Go's `strconv.ParseBool`: `1,t,T,TRUE,true,True` and `0,f,F,FALSE,false,False`.
-pub fn parse_go_bool(value: &str) -> Option<bool> {
-    match value {
-        "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
-        "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
-        _ => None,
-    }
 }
 
 #[cfg(test)]

@@ -5,10 +5,11 @@
 use std::fmt;
 
 use crate::{
-    annotations::{Selection, parse_go_bool},
+    annotations::Selection,
     constants::TRUE,
     references::{ConfigUse, Via},
     resource::ConfigKind,
+    values::parse_go_bool,
 };
 
 /// The facts about a resource that decisions need (never its data).

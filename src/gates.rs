@@ -10,9 +10,9 @@
 use std::collections::BTreeMap;
 
 use crate::{
-    annotations::{WorkloadProblem, parse_go_bool},
     constants::annotation,
     index::ConfigKey,
+    values::{WorkloadProblem, parse_go_bool},
     window::ReloadWindow,
     workload::{RolloutState, WorkloadKey},
 };

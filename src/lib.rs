@@ -62,6 +62,7 @@ pub mod references;
 pub mod resource;
 pub mod selector;
 pub mod strategy;
+pub mod values;
 pub mod window;
 pub mod workload;
 

@@ -4,8 +4,6 @@
 
 mod common;
 
-use std::time::Duration;
-
 use common::{custom::*, *};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::{
@@ -175,7 +173,18 @@ async fn deployment_configs_are_picked_up_when_their_api_appears() {
         json!({"containers": [{"name": "app", "image": "x"}]}),
     )
     .await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // The controller has seen both (it records what they run with at first sight) before the change is made.
+    wait_for("both DeploymentConfigs' first-sight records", RELOAD_WAIT, || async {
+        for name in ["legacy", "named"] {
+            let o = api.get(name).await.map_err(|e| e.to_string())?;
+            if !o.metadata.annotations.as_ref().is_some_and(|a| a.contains_key("reloader.stakater.com/applied-hashes"))
+            {
+                return Err(format!("{name}: no record yet"));
+            }
+        }
+        Ok(())
+    })
+    .await;
     set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
     wait_for("the DeploymentConfig to carry the new hash", RELOAD_WAIT, || async {
         let o = api.get("legacy").await.map_err(|e| e.to_string())?;

@@ -1,7 +1,15 @@
 //! `reloader explain`'s own flags: kubectl's where kubectl has one (`-n`, `--context`, `--kubeconfig`, `-o`,
 //! `--from-file`, `--from-literal`), so the binary installed as `kubectl-reloader` is a kubectl plugin.
 
-use crate::explain::OutputFormat;
+/// `-o`: how the answer is printed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// Lines for a terminal.
+    #[default]
+    Text,
+    /// One JSON document, for scripts.
+    Json,
+}
 
 /// `reloader explain <target> [flags]`.
 #[derive(clap::Args, Clone, Debug)]

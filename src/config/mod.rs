@@ -288,7 +288,7 @@ mod explain;
 mod ops;
 
 pub use annotation_args::AnnotationArgs;
-pub use explain::ExplainArgs;
+pub use explain::{ExplainArgs, OutputFormat};
 pub use ops::{AlertArgs, CompatOnly, LeaderArgs, LeaderElection, MetaInfoArgs};
 
 /// A flag combination upstream rejects at startup (exit status 2 here), with upstream's message.

@@ -84,15 +84,7 @@ pub fn parse_target(text: &str) -> Result<Target, ExplainError> {
     }
 }
 
-/// `-o`: how the answer is printed.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum OutputFormat {
-    /// Lines for a terminal.
-    #[default]
-    Text,
-    /// One JSON document, for scripts.
-    Json,
-}
+pub use crate::config::OutputFormat;
 
 /// A resource or workload and the controller's verdict on the pair.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

@@ -26,9 +26,9 @@ pub use plan::{PlannedReload, WorkloadPlan, decide_pair};
 pub use views::{KeyRegistry, KeyView, configmap_views, secret_views};
 
 use crate::{
-    annotations::WorkloadProblem,
     hash::ContentHash,
     resource::ConfigKind,
+    values::WorkloadProblem,
     workload::{WorkloadKey, WorkloadKind, WorkloadSummary},
 };
 

@@ -30,12 +30,13 @@ use kube::{Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 
 use crate::{
-    annotations::{AnnotationKeys, WorkloadAnnotations, WorkloadProblem},
+    annotations::{AnnotationKeys, WorkloadAnnotations},
     hash::ContentHash,
     pause::PauseState,
     references::{ConfigUse, config_uses},
     resource::{ConfigKind, env_var_name},
     strategy::{parse_applied_hashes, parse_last_reloaded_from},
+    values::WorkloadProblem,
 };
 
 /// Kinds of workloads.

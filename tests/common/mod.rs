@@ -283,12 +283,24 @@ pub async fn install_crd(client: &kube::Client, text: &str) {
     let name = crd.metadata.name.clone().expect("name");
     let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
         Api::all(client.clone());
-    match crds.create(&PostParams::default(), &crd).await {
-        Ok(_) | Err(kube::Error::Api(_)) => {}
-        Err(e) => panic!("create crd {name}: {e}"),
-    }
+    // Test binaries share the cluster's CRDs, and one may have deleted this CRD just before (its objects are
+    // still being removed): wait until it is gone and create it again, whatever ran before.
+    wait_for(&format!("CRD {name} created or present"), RELOAD_WAIT, || async {
+        match crds.create(&PostParams::default(), &crd).await {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(s)) if s.code == 409 => match crds.get_opt(&name).await {
+                Ok(Some(c)) if c.metadata.deletion_timestamp.is_some() => Err("the CRD is being deleted".to_owned()),
+                _ => Ok(()),
+            },
+            Err(e) => Err(format!("create crd {name}: {e}")),
+        }
+    })
+    .await;
     wait_for(&format!("CRD {name} established"), RELOAD_WAIT, || async {
         let c = crds.get(&name).await.map_err(|e| e.to_string())?;
+        if c.metadata.deletion_timestamp.is_some() {
+            return Err("being deleted".into());
+        }
         let established = c
             .status
             .and_then(|s| s.conditions)

@@ -105,6 +105,7 @@ pub fn layout(id: ScenarioId) -> Layout {
                         refs: vec![(0, RefHow::EnvFrom)],
                         pause_period: None,
                         keys_used: false,
+                        named_lists: false,
                     });
                 }
             }
@@ -185,6 +186,16 @@ pub fn layout(id: ScenarioId) -> Layout {
         }
         M1 => m1_layout(),
         M2 => m2_layout(),
+        M2N => {
+            let mut l = m2_layout();
+            l.id = M2N;
+            l.title =
+                "M2 with every other workload selecting its resources by named regex lists instead of auto".into();
+            for w in l.workloads.iter_mut().step_by(2) {
+                w.named_lists = true;
+            }
+            l
+        }
         B1 => {
             let mut l = Layout::new(
                 B1,

@@ -36,6 +36,9 @@ pub enum ScenarioId {
     /// Scale (issue 15): 40,000 ConfigMaps + 40,000 Secrets of 1 KiB, 10,000 Deployments + 2,000 StatefulSets in
     /// 500 namespaces; 2,000 updates, 20 of them fan-outs to 100 Deployments (not in `all`: minutes to set up).
     M2,
+    /// M2 with every other workload selecting its resources by a named regex list instead of `auto` (issue 27:
+    /// a plan of such a workload looks at its namespace's resources only; compare with M2 in one run).
+    M2N,
     /// Restart budget: one Secret shared by 400 Deployments, rotated once (not in `all`; compare
     /// `--max-concurrent-rollouts` against none, with rollouts).
     B1,
@@ -51,11 +54,11 @@ pub const ALL: [ScenarioId; 14] = {
 pub const QUICK: [ScenarioId; 3] = [ScenarioId::S1, ScenarioId::S4, ScenarioId::S6];
 
 impl ScenarioId {
-    /// Parses `S1`…`S13`, `M1`, `M1K`, `M2`, `B1` (any case).
+    /// Parses `S1`…`S13`, `M1`, `M1K`, `M2`, `M2N`, `B1` (any case).
     pub fn parse(text: &str) -> Result<Self, Error> {
         let t = text.trim().to_ascii_uppercase();
         ALL.iter()
-            .chain(&[Self::M1K, Self::M2, Self::B1])
+            .chain(&[Self::M1K, Self::M2, Self::M2N, Self::B1])
             .copied()
             .find(|id| format!("{id:?}") == t)
             .ok_or_else(|| Error::Invalid(format!("scenario {text}")))
@@ -123,6 +126,9 @@ pub struct WorkloadDef {
     pub pause_period: Option<String>,
     /// `reloader.stakater.com/reload-on: keys-used` on its metadata (key-level reloads; ours).
     pub keys_used: bool,
+    /// Selects what it uses by named regex lists (`configmap.reloader.stakater.com/reload: "^cm-5$,^cm-79$"`,
+    /// the same for Secrets) instead of `reloader.stakater.com/auto`.
+    pub named_lists: bool,
 }
 
 /// How updates are made during the scenario.
@@ -172,7 +178,7 @@ pub(crate) fn secrets(ns: usize, count: usize, pad_bytes: usize) -> Vec<ConfigDe
 }
 
 pub(crate) fn deployment(ns: usize, name: String, refs: Vec<(usize, RefHow)>) -> WorkloadDef {
-    WorkloadDef { kind: Kind::Deployment, ns, name, refs, pause_period: None, keys_used: false }
+    WorkloadDef { kind: Kind::Deployment, ns, name, refs, pause_period: None, keys_used: false, named_lists: false }
 }
 
 impl Layout {

@@ -24,6 +24,10 @@ pub const RUN_LABEL: &str = "reloader-bench/run";
 pub const NAMESPACE_LABEL: &str = "reloader-bench";
 /// The annotation every workload carries.
 pub const AUTO: &str = "reloader.stakater.com/auto";
+/// Upstream's named lists (reloader-behaviour.md §1.1): comma-separated names or regular expressions.
+pub const NAMED_CONFIGMAPS: &str = "configmap.reloader.stakater.com/reload";
+/// The same for Secrets.
+pub const NAMED_SECRETS: &str = "secret.reloader.stakater.com/reload";
 /// Our key-level reloads opt-in (a workload reading `value` only rolls when `value` changes).
 pub const RELOAD_ON: &str = "reloader.stakater.com/reload-on";
 /// Upstream's pause-period key (reloader-behaviour.md §1.1).
@@ -154,7 +158,17 @@ pub async fn create_workload(
     refs: &[(ConfigKind, String, RefHow)],
 ) -> Result<(), Error> {
     let mut annotations = serde_json::Map::new();
-    annotations.insert(AUTO.into(), json!("true"));
+    if def.named_lists {
+        for (kind, key) in [(ConfigKind::ConfigMap, NAMED_CONFIGMAPS), (ConfigKind::Secret, NAMED_SECRETS)] {
+            let names: Vec<String> =
+                refs.iter().filter(|(k, ..)| *k == kind).map(|(_, n, _)| format!("^{n}$")).collect();
+            if !names.is_empty() {
+                annotations.insert(key.into(), json!(names.join(",")));
+            }
+        }
+    } else {
+        annotations.insert(AUTO.into(), json!("true"));
+    }
     if let Some(p) = &def.pause_period {
         annotations.insert(PAUSE_PERIOD.into(), json!(p));
     }
