@@ -11,10 +11,9 @@ use std::collections::BTreeMap;
 
 use crate::{
     constants::annotation,
-    index::ConfigKey,
+    keys::{ConfigKey, RolloutState, WorkloadKey},
     values::{WorkloadProblem, parse_go_bool},
     window::ReloadWindow,
-    workload::{RolloutState, WorkloadKey},
 };
 
 /// What a workload's annotations ask of its rollouts.

@@ -52,6 +52,7 @@ pub mod hash_key;
 pub mod http;
 pub mod index;
 pub mod keyprints;
+pub mod keys;
 pub mod leader;
 pub mod logging;
 pub mod metainfo;

@@ -15,13 +15,14 @@ mod statefulset;
 mod test_support;
 mod write;
 
-use std::{collections::BTreeMap, fmt, sync::Arc};
+use std::{collections::BTreeMap, fmt};
 
 pub use lean::Lean;
 pub use list::list_summaries;
 pub use record::HashRecord;
-pub use rollout::RolloutState;
 pub use write::{WorkloadWrite, write};
+
+pub use crate::keys::{RolloutState, WorkloadKey, WorkloadKind};
 
 use k8s_openapi::{
     NamespaceResourceScope, api::core::v1::PodTemplateSpec, apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -38,90 +39,6 @@ use crate::{
     strategy::{parse_applied_hashes, parse_last_reloaded_from},
     values::WorkloadProblem,
 };
-
-/// Kinds of workloads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum WorkloadKind {
-    /// apps/v1 Deployment.
-    Deployment,
-    /// apps/v1 StatefulSet.
-    StatefulSet,
-    /// apps/v1 DaemonSet.
-    DaemonSet,
-    /// batch/v1 CronJob (a reload spawns a Job).
-    CronJob,
-    /// batch/v1 Job (a reload recreates it).
-    Job,
-    /// argoproj.io/v1alpha1 Rollout.
-    Rollout,
-    /// apps.openshift.io/v1 DeploymentConfig.
-    DeploymentConfig,
-}
-
-impl WorkloadKind {
-    /// Every kind.
-    pub const ALL: [Self; 7] = [
-        Self::Deployment,
-        Self::StatefulSet,
-        Self::DaemonSet,
-        Self::CronJob,
-        Self::Job,
-        Self::Rollout,
-        Self::DeploymentConfig,
-    ];
-
-    /// The kind's API version.
-    pub fn api_version(self) -> &'static str {
-        match self {
-            Self::Deployment | Self::StatefulSet | Self::DaemonSet => "apps/v1",
-            Self::CronJob | Self::Job => "batch/v1",
-            Self::Rollout => "argoproj.io/v1alpha1",
-            Self::DeploymentConfig => "apps.openshift.io/v1",
-        }
-    }
-
-    /// Whether its rollouts are counted by the restart budget and the health gate: every kind but CronJobs and
-    /// Jobs (a run is new pods, not a rollout).
-    pub fn tracks_rollouts(self) -> bool {
-        !matches!(self, Self::CronJob | Self::Job)
-    }
-
-    /// The API resource, as RBAC names it (`deployments.apps`).
-    pub fn api_resource(self) -> &'static str {
-        match self {
-            Self::Deployment => "deployments.apps",
-            Self::StatefulSet => "statefulsets.apps",
-            Self::DaemonSet => "daemonsets.apps",
-            Self::CronJob => "cronjobs.batch",
-            Self::Job => "jobs.batch",
-            Self::Rollout => "rollouts.argoproj.io",
-            Self::DeploymentConfig => "deploymentconfigs.apps.openshift.io",
-        }
-    }
-}
-
-impl fmt::Display for WorkloadKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(self, f)
-    }
-}
-
-/// Identity of a workload.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct WorkloadKey {
-    /// Kind.
-    pub kind: WorkloadKind,
-    /// Namespace.
-    pub namespace: Arc<str>,
-    /// Name.
-    pub name: String,
-}
-
-impl fmt::Display for WorkloadKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {}/{}", self.kind, self.namespace, self.name)
-    }
-}
 
 /// A typed workload object the controller watches.
 pub trait WorkloadObject:

@@ -1,21 +1,7 @@
 //! Whether a workload's rollout is complete, from its status (issue 17's restart budget): the controller counts a
 //! rollout it started as in flight until its workload says so.
 
-/// A workload's rollout, as its status tells.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum RolloutState {
-    /// A kind whose rollouts are not tracked (CronJob, Job: each run is new pods, not a rollout).
-    #[default]
-    Untracked,
-    /// The controller of the kind has seen the current template and every replica runs it, available.
-    Complete,
-    /// Anything else: the template is not observed yet, or replicas are being replaced.
-    InProgress,
-    /// The kind's controller gave up on it: a Deployment whose `Progressing` condition says
-    /// `ProgressDeadlineExceeded` (its `progressDeadlineSeconds` passed without progress). Other kinds have no
-    /// such condition; their rollouts fail by `--rollout-timeout` (the controller's own clock).
-    Failed,
-}
+use crate::keys::RolloutState;
 
 /// A Deployment: `observedGeneration ≥ generation`, and `updatedReplicas`, `availableReplicas` and `replicas`
 /// all equal the desired count (old replicas gone).

@@ -1,0 +1,247 @@
+//! The index's workloads: what each one uses and selects and the hashes it is known to run with, the reverse
+//! maps from a resource to the workloads it may concern, and the one way a workload leaves.
+
+use std::collections::{BTreeSet, HashMap};
+
+use super::{Baseline, ConfigKey, Index, Pair, WorkloadPlan, plan};
+use crate::{
+    hash::ContentHash,
+    values::WorkloadProblem,
+    workload::{WorkloadKey, WorkloadKind, WorkloadSummary},
+};
+
+/// How an upsert changed a workload.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct WorkloadUpdate {
+    /// New, or its references/annotations/records changed: worth reconciling.
+    pub relevant: bool,
+    /// Problems that are new with this version of the workload (to report once).
+    pub new_problems: Vec<WorkloadProblem>,
+}
+
+/// What the index keeps per workload.
+pub(super) struct WorkloadState {
+    pub(super) summary: WorkloadSummary,
+    /// Baselines and hashes we applied: what the workload is assumed to run with, absent a record.
+    pub(super) assumed: HashMap<Pair, ContentHash>,
+    /// Hashes we wrote that the watch has not echoed yet (they beat possibly stale records).
+    pub(super) pending: HashMap<Pair, ContentHash>,
+    /// The applied-hashes record we last wrote, until the watch echoes it.
+    pub(super) persisted: Option<crate::workload::HashRecord>,
+    /// The reloads of a write the API server rejected permanently: not attempted again (nor logged again)
+    /// until a resource changes again or the workload itself changes.
+    pub(super) rejected: Option<Vec<(Pair, ContentHash)>>,
+    /// It opted out of key-level reloads while indexed: the values it recorded for the keys it reads still
+    /// count as current (only then — for any other workload a whole-content hash that happens to equal a key
+    /// set's hash must not).
+    pub(super) left_key_level: bool,
+}
+
+impl Index {
+    /// Workloads that may reload when `key` changes: those referencing it and those with a named list for its
+    /// kind in its namespace that matches its name.
+    pub fn candidates(&self, key: &ConfigKey) -> Vec<WorkloadKey> {
+        let mut out: BTreeSet<WorkloadKey> =
+            self.referenced_by.get(key).into_iter().flat_map(|r| r.iter()).cloned().collect();
+        for w in self.with_named_lists.get(&key.namespace).into_iter().flatten() {
+            let named = self.workloads.get(w).map(|s| &s.summary.annotations.for_kind(key.kind).named);
+            if named.is_some_and(|n| n.iter().any(|p| p.matches(&key.name))) {
+                out.insert(w.clone());
+            }
+        }
+        out.into_iter().collect()
+    }
+
+    /// Records a workload; keeps what we know about it when the UID is unchanged. Resources it may use that it
+    /// has no baseline for get one per `baseline`.
+    pub fn upsert_workload(
+        &mut self,
+        key: WorkloadKey,
+        mut summary: WorkloadSummary,
+        baseline: Baseline,
+    ) -> WorkloadUpdate {
+        // Most workload events are status updates that change nothing indexed: keep everything as it is.
+        if self.workloads.get(&key).is_some_and(|s| s.summary == summary) {
+            return WorkloadUpdate::default();
+        }
+        let (mut assumed, mut pending, mut persisted, mut rejected, mut old_summary, left) =
+            match self.remove_workload(&key) {
+                Some(s) if s.summary.uid == summary.uid => {
+                    let left = s.left_key_level || self.key_level(&s.summary);
+                    (s.assumed, s.pending, s.persisted, s.rejected, Some(s.summary), left)
+                }
+                _ => Default::default(),
+            };
+        let left_key_level = left && !self.key_level(&summary);
+        // Only our own record's echo (or its rollout's progress) leaves a rejection standing; any other change of
+        // the workload retries.
+        let only_record_changed = old_summary.as_mut().is_some_and(|o| o.equal_but(&mut summary, true));
+        // A rollout progressing changes nothing a plan reads.
+        let only_rollout_changed =
+            old_summary.as_mut().is_some_and(|o| o.rollout != summary.rollout && o.equal_but(&mut summary, false));
+        if !only_record_changed {
+            rejected = None;
+        }
+        pending.retain(|pair, hash| plan::template_record(&summary, pair, None) != Some(*hash));
+        if persisted.as_ref() == Some(&summary.applied_hashes) {
+            persisted = None;
+        }
+        let update = WorkloadUpdate {
+            relevant: old_summary.as_ref() != Some(&summary) && !only_rollout_changed,
+            new_problems: summary
+                .annotations
+                .problems
+                .iter()
+                .filter(|p| old_summary.as_ref().is_none_or(|o| !o.annotations.problems.contains(p)))
+                .cloned()
+                .collect(),
+        };
+        for u in &summary.uses {
+            let ck = ConfigKey { kind: u.kind, namespace: key.namespace.clone(), name: u.name.clone() };
+            self.referenced_by.entry(ck).or_default().insert(key.clone());
+        }
+        if summary.annotations.has_named_list() {
+            self.with_named_lists.entry(key.namespace.clone()).or_default().insert(key.clone());
+        }
+        let candidates = self.candidate_configs(&key, &summary);
+        // Only what a plan reads is kept: names a workload no longer uses or matches (kustomize's hash-suffixed
+        // names, a named list's past matches) would otherwise pile up (issue 27, finding 6).
+        let candidate = |(kind, name): &Pair| {
+            candidates.contains(&ConfigKey { kind: *kind, namespace: key.namespace.clone(), name: name.clone() })
+        };
+        assumed.retain(|pair, _| candidate(pair));
+        pending.retain(|pair, _| candidate(pair));
+        for config in candidates {
+            if let Some(f) = self.configs.get(&config).map(|e| &e.facts) {
+                let has_record = plan::has_record(&summary, &(config.kind, config.name.clone()));
+                let value = if has_record { f.hash } else { baseline.hash(f.hash) };
+                assumed.entry((config.kind, config.name)).or_insert(value);
+            }
+        }
+        let partial_uses = old_summary.iter().flat_map(|o| &o.uses).chain(&summary.uses).filter(|u| u.keys.is_some());
+        let touched: BTreeSet<ConfigKey> = partial_uses
+            .map(|u| ConfigKey { kind: u.kind, namespace: key.namespace.clone(), name: u.name.clone() })
+            .collect();
+        let state = WorkloadState { summary, assumed, pending, persisted, rejected, left_key_level };
+        self.workloads.insert(key, Box::new(state));
+        for config in &touched {
+            self.refresh_wanted(config);
+        }
+        update
+    }
+
+    fn remove_workload(&mut self, key: &WorkloadKey) -> Option<WorkloadState> {
+        let state = *self.workloads.remove(key)?;
+        for u in &state.summary.uses {
+            let ck = ConfigKey { kind: u.kind, namespace: key.namespace.clone(), name: u.name.clone() };
+            if let Some(set) = self.referenced_by.get_mut(&ck) {
+                set.remove(key);
+                if set.is_empty() {
+                    self.referenced_by.remove(&ck);
+                }
+            }
+        }
+        if let Some(set) = self.with_named_lists.get_mut(&key.namespace) {
+            set.remove(key);
+            if set.is_empty() {
+                self.with_named_lists.remove(&key.namespace);
+            }
+        }
+        Some(state)
+    }
+
+    /// Forgets the pair of a resource that is gone for good from what the workloads that may use it assumed or
+    /// wrote (a plan reads them only for resources that exist).
+    pub(super) fn forget_pair(&mut self, config: &ConfigKey) {
+        let pair = (config.kind, config.name.clone());
+        for w in self.candidates(config) {
+            if let Some(state) = self.workloads.get_mut(&w) {
+                state.assumed.remove(&pair);
+                state.pending.remove(&pair);
+            }
+        }
+    }
+
+    /// `key` is taken not to run with `config`'s current content yet (it existed before a change the
+    /// controller could not see it for): the next plan reloads it if it selects `config` and has no record.
+    pub fn mark_unapplied(&mut self, key: &WorkloadKey, config: &ConfigKey) {
+        if let Some(state) = self.workloads.get_mut(key) {
+            state.assumed.insert((config.kind, config.name.clone()), ContentHash::NONE);
+        }
+    }
+
+    /// A workload's UID (for Events).
+    pub fn workload_uid(&self, key: &WorkloadKey) -> Option<String> {
+        self.workloads.get(key).map(|s| s.summary.uid.clone()).filter(|u| !u.is_empty())
+    }
+
+    /// Whether a workload asks for Argo's restart strategy.
+    pub fn restart_strategy(&self, key: &WorkloadKey) -> bool {
+        self.workloads.get(key).is_some_and(|s| s.summary.restart_strategy)
+    }
+
+    /// A workload's pause state.
+    pub fn pause_state(&self, key: &WorkloadKey) -> Option<crate::pause::PauseState> {
+        self.workloads.get(key).map(|s| s.summary.pause.clone())
+    }
+
+    /// Remembers that the API server permanently rejected `plan`'s reloads.
+    pub fn mark_rejected(&mut self, key: &WorkloadKey, plan: &WorkloadPlan) {
+        if let Some(state) = self.workloads.get_mut(key) {
+            state.rejected = Some(plan::reload_set(plan));
+        }
+    }
+
+    /// Forgets a deleted workload.
+    pub fn delete_workload(&mut self, key: &WorkloadKey) -> bool {
+        let Some(state) = self.remove_workload(key) else { return false };
+        for u in state.summary.uses.iter().filter(|u| u.keys.is_some()) {
+            self.refresh_wanted(&ConfigKey { kind: u.kind, namespace: key.namespace.clone(), name: u.name.clone() });
+        }
+        self.forget_unused_namespaces();
+        true
+    }
+
+    /// Keys of every indexed workload.
+    pub fn workload_keys(&self) -> Vec<WorkloadKey> {
+        self.workloads.keys().cloned().collect()
+    }
+
+    /// Every workload with a problem in its annotations, its UID and the problems' messages.
+    pub fn workload_problems(&self) -> Vec<(WorkloadKey, Option<String>, Vec<String>)> {
+        let problems = self.workloads.iter().filter(|(_, w)| !w.summary.annotations.problems.is_empty());
+        problems
+            .map(|(k, w)| {
+                let messages = w.summary.annotations.problems.iter().map(|p| p.message.clone()).collect();
+                (k.clone(), Some(w.summary.uid.clone()).filter(|u| !u.is_empty()), messages)
+            })
+            .collect()
+    }
+
+    /// Keys of the workloads of `kind` (in `namespace`, if given) — for pruning after a relist.
+    pub fn workloads_of(&self, kind: WorkloadKind, namespace: Option<&str>) -> Vec<WorkloadKey> {
+        self.workloads
+            .keys()
+            .filter(|k| k.kind == kind && namespace.is_none_or(|ns| *k.namespace == *ns))
+            .cloned()
+            .collect()
+    }
+
+    /// The resources a workload may be reloaded for: those it uses, and those its named lists match.
+    pub(super) fn candidate_configs(&self, key: &WorkloadKey, summary: &WorkloadSummary) -> BTreeSet<ConfigKey> {
+        let mut out: BTreeSet<ConfigKey> = summary
+            .uses
+            .iter()
+            .map(|u| ConfigKey { kind: u.kind, namespace: key.namespace.clone(), name: u.name.clone() })
+            .collect();
+        if summary.annotations.has_named_list() {
+            out.extend(
+                self.configs
+                    .keys_in(&key.namespace)
+                    .filter(|c| summary.annotations.for_kind(c.kind).named.iter().any(|p| p.matches(&c.name)))
+                    .cloned(),
+            );
+        }
+        out
+    }
+}

@@ -1,0 +1,124 @@
+//! The identities the rules and the index share, as plain values: which resource, which workload and of what
+//! kind, and where its rollout stands. They sit below every rule that names them (`gates`, `decision`) and the
+//! modules that fill them (`workload`, `index`), so dependencies point one way.
+
+use std::{fmt, sync::Arc};
+
+use crate::resource::ConfigKind;
+
+/// Identity of a ConfigMap, Secret or SecretProviderClass.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ConfigKey {
+    /// Kind.
+    pub kind: ConfigKind,
+    /// Namespace.
+    pub namespace: Arc<str>,
+    /// Name.
+    pub name: String,
+}
+
+impl fmt::Display for ConfigKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}/{}", self.kind, self.namespace, self.name)
+    }
+}
+
+/// Kinds of workloads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum WorkloadKind {
+    /// apps/v1 Deployment.
+    Deployment,
+    /// apps/v1 StatefulSet.
+    StatefulSet,
+    /// apps/v1 DaemonSet.
+    DaemonSet,
+    /// batch/v1 CronJob (a reload spawns a Job).
+    CronJob,
+    /// batch/v1 Job (a reload recreates it).
+    Job,
+    /// argoproj.io/v1alpha1 Rollout.
+    Rollout,
+    /// apps.openshift.io/v1 DeploymentConfig.
+    DeploymentConfig,
+}
+
+impl WorkloadKind {
+    /// Every kind.
+    pub const ALL: [Self; 7] = [
+        Self::Deployment,
+        Self::StatefulSet,
+        Self::DaemonSet,
+        Self::CronJob,
+        Self::Job,
+        Self::Rollout,
+        Self::DeploymentConfig,
+    ];
+
+    /// The kind's API version.
+    pub fn api_version(self) -> &'static str {
+        match self {
+            Self::Deployment | Self::StatefulSet | Self::DaemonSet => "apps/v1",
+            Self::CronJob | Self::Job => "batch/v1",
+            Self::Rollout => "argoproj.io/v1alpha1",
+            Self::DeploymentConfig => "apps.openshift.io/v1",
+        }
+    }
+
+    /// Whether its rollouts are counted by the restart budget and the health gate: every kind but CronJobs and
+    /// Jobs (a run is new pods, not a rollout).
+    pub fn tracks_rollouts(self) -> bool {
+        !matches!(self, Self::CronJob | Self::Job)
+    }
+
+    /// The API resource, as RBAC names it (`deployments.apps`).
+    pub fn api_resource(self) -> &'static str {
+        match self {
+            Self::Deployment => "deployments.apps",
+            Self::StatefulSet => "statefulsets.apps",
+            Self::DaemonSet => "daemonsets.apps",
+            Self::CronJob => "cronjobs.batch",
+            Self::Job => "jobs.batch",
+            Self::Rollout => "rollouts.argoproj.io",
+            Self::DeploymentConfig => "deploymentconfigs.apps.openshift.io",
+        }
+    }
+}
+
+impl fmt::Display for WorkloadKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+
+/// Identity of a workload.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct WorkloadKey {
+    /// Kind.
+    pub kind: WorkloadKind,
+    /// Namespace.
+    pub namespace: Arc<str>,
+    /// Name.
+    pub name: String,
+}
+
+impl fmt::Display for WorkloadKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}/{}", self.kind, self.namespace, self.name)
+    }
+}
+
+/// A workload's rollout, as its status tells.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RolloutState {
+    /// A kind whose rollouts are not tracked (CronJob, Job: each run is new pods, not a rollout).
+    #[default]
+    Untracked,
+    /// The controller of the kind has seen the current template and every replica runs it, available.
+    Complete,
+    /// Anything else: the template is not observed yet, or replicas are being replaced.
+    InProgress,
+    /// The kind's controller gave up on it: a Deployment whose `Progressing` condition says
+    /// `ProgressDeadlineExceeded` (its `progressDeadlineSeconds` passed without progress). Other kinds have no
+    /// such condition; their rollouts fail by `--rollout-timeout` (the controller's own clock).
+    Failed,
+}
