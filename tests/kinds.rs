@@ -94,18 +94,24 @@ async fn a_cronjob_change_spawns_one_manual_job_and_a_restart_spawns_none() {
     .await;
 }
 
-#[tokio::test]
-async fn a_job_is_recreated_with_the_new_template() {
-    let ns = TestNamespace::create("job").await;
-    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
+/// ConfigMap `cfg` (`k=1`) and Job `migrate` (auto) using it; returns the Jobs API and the Job's UID.
+async fn create_migrate_job(ns: &TestNamespace) -> (Api<Job>, Option<String>) {
+    create_configmap(ns, "cfg", &[("k", "1")], &[]).await;
     let job: Job = serde_json::from_value(json!({
         "metadata": {"name": "migrate", "annotations": {"reloader.stakater.com/auto": "true"}},
         "spec": {"backoffLimit": 0, "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "x",
             "envFrom": [{"configMapRef": {"name": "cfg"}}]}]}}}
     }))
     .expect("job");
-    let jobs: Api<Job> = api(&ns);
+    let jobs: Api<Job> = api(ns);
     let old_uid = jobs.create(&PostParams::default(), &job).await.expect("create job").uid();
+    (jobs, old_uid)
+}
+
+#[tokio::test]
+async fn a_job_is_recreated_with_the_new_template() {
+    let ns = TestNamespace::create("job").await;
+    let (jobs, old_uid) = create_migrate_job(&ns).await;
     let _reloader = Reloader::start(&ns.name, &[]).await;
     set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
     let recreated = wait_for("the Job recreated with the new hash", RELOAD_WAIT, || async {
@@ -133,15 +139,7 @@ async fn a_job_whose_recreation_would_be_refused_is_kept_until_it_can_be_recreat
     use common::webhook::{Refused, RefusingWebhook};
 
     let ns = TestNamespace::create("job-refused").await;
-    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
-    let job: Job = serde_json::from_value(json!({
-        "metadata": {"name": "migrate", "annotations": {"reloader.stakater.com/auto": "true"}},
-        "spec": {"backoffLimit": 0, "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "x",
-            "envFrom": [{"configMapRef": {"name": "cfg"}}]}]}}}
-    }))
-    .expect("job");
-    let jobs: Api<Job> = api(&ns);
-    let old_uid = jobs.create(&PostParams::default(), &job).await.expect("create job").uid();
+    let (jobs, old_uid) = create_migrate_job(&ns).await;
     let reloader = Reloader::start(&ns.name, &["--max-retry-backoff=2s"]).await;
     let webhook = RefusingWebhook::refusing(&ns, 503, Refused::JobCreates).await;
     let probed = webhook.calls();

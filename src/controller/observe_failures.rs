@@ -22,9 +22,11 @@ impl Observer {
             .set(1);
         self.errored[id] = true;
         let name = info.to_string();
-        // A workload kind that may not be watched is listed on each change instead (fallback.rs): degraded,
-        // reported in `/readyz`'s body, not a reason to take the pod out of service.
-        let listed_instead = code == Some(403) && matches!(info.source, super::Source::Workload(_));
+        // A workload kind that may be listed but not watched is listed on each change instead (fallback.rs):
+        // degraded, reported in `/readyz`'s body, not a reason to take the pod out of service. One that may not
+        // even be listed (the API server's message says `cannot list`) cannot be reloaded at all.
+        let listed_instead =
+            code == Some(403) && matches!(info.source, super::Source::Workload(_)) && !message.contains("cannot list");
         let core = !info.source.is_optional() && !listed_instead;
         if self.ctx.health.source_failed(&name, core, message, now) {
             let cost = match (code, &info.namespace) {

@@ -227,6 +227,20 @@ async fn a_forbidden_workload_watch_served_by_listing_is_degraded_not_down() {
     assert!(why.contains("configmaps: forbidden"), "{why}");
 }
 
+/// A workload kind that may not even be listed has no fallback: its failure still turns readiness off.
+#[tokio::test]
+async fn a_workload_kind_that_may_not_be_listed_is_down() {
+    let ctx = context();
+    let mut o = listed_observer(&ctx, &[]);
+    let message =
+        r#"deployments.apps is forbidden: User "system:serviceaccount:a:r" cannot list resource "deployments""#;
+    for _ in 0..3 {
+        o.apply(Observed::Error { stream: 1, code: Some(403), message: message.into() });
+    }
+    let why = ctx.health.readiness(Instant::now()).expect_err("no way to see Deployments");
+    assert!(why.contains("deployments.apps: deployments.apps is forbidden"), "{why}");
+}
+
 #[tokio::test]
 async fn a_resource_stream_that_has_not_listed_keeps_the_records_of_its_kind() {
     let ctx = context();

@@ -172,8 +172,13 @@ pub(super) async fn tick(ctx: std::sync::Arc<Context>) {
         every.tick().await;
         ticks = ticks.wrapping_add(1);
         if ticks.is_multiple_of(10) {
-            // Every 10 s: the sizes of the index's maps, one pass over the workloads.
-            let sizes = ctx.index().map_sizes();
+            // Every 10 s: unused namespace names go, and the sizes of the index's maps are reported (one pass over
+            // the workloads).
+            let sizes = {
+                let mut index = ctx.index();
+                index.forget_unused_namespaces();
+                index.map_sizes()
+            };
             for (map, size) in sizes {
                 ctx.metrics.index_objects.with_label_values(&[map]).set(i64::try_from(size).unwrap_or(i64::MAX));
             }

@@ -74,7 +74,6 @@ impl Index {
                     self.remember_departed(key.clone(), hash, record_hash);
                 }
                 self.forget_pair(key);
-                self.forget_unused_namespaces();
                 was_live
             }
             None => false,

@@ -190,9 +190,10 @@ impl Index {
         ]
     }
 
-    /// Drops the shared names of namespaces nothing indexed refers to any more (preview environments come and
-    /// go: their names would otherwise stay for the life of the process).
-    pub(super) fn forget_unused_namespaces(&mut self) {
+    /// Drops the shared names of namespaces nothing refers to any more (preview environments come and go: their
+    /// names would otherwise stay for the life of the process). Housekeeping, every 10 s: one pass over the
+    /// names, not one per deletion.
+    pub fn forget_unused_namespaces(&mut self) {
         self.namespaces.retain(|ns| Arc::strong_count(ns) > 1);
     }
 }

@@ -1,5 +1,5 @@
 //! The index's workloads: what each one uses and selects and the hashes it is known to run with, the reverse
-//! maps from a resource to the workloads it may concern, and the one way a workload leaves.
+//! maps from a resource to the workloads it may concern, and forgetting a workload or a resource's pair.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -198,7 +198,6 @@ impl Index {
         for u in state.summary.uses.iter().filter(|u| u.keys.is_some()) {
             self.refresh_wanted(&ConfigKey { kind: u.kind, namespace: key.namespace.clone(), name: u.name.clone() });
         }
-        self.forget_unused_namespaces();
         true
     }
 

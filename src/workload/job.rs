@@ -67,13 +67,14 @@ pub(super) async fn write(client: &Client, key: &WorkloadKey, w: &WorkloadWrite<
     let old_uid = current.pointer("/metadata/uid").and_then(Value::as_str).map(str::to_owned);
     let job: DynamicObject = serde_json::from_value(recreated(current, w)).map_err(kube::Error::SerdeError)?;
     match jobs.create(&PostParams { dry_run: true, ..PostParams::default() }, &job).await {
-        Err(kube::Error::Api(s)) if s.code == 409 => {}
         Ok(_) => {}
+        Err(kube::Error::Api(s)) if s.code == 409 => {}
         Err(refused) => return Err(refused),
     }
     match jobs.delete(&key.name, &DeleteParams::background()).await {
+        Ok(_) => {}
         Err(kube::Error::Api(s)) if s.code == 404 => {}
-        other => drop(other?),
+        Err(e) => return Err(e),
     }
     // From here the old Job is gone: the new one must be created before this write returns (the watch forgets a
     // deleted Job).
