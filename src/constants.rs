@@ -65,6 +65,9 @@ pub const ENV_VAR_PREFIX: &str = "STAKATER_";
 /// Annotation upstream puts on Jobs it creates from CronJobs (as `kubectl create job --from=cronjob/…`).
 pub const CRONJOB_INSTANTIATE: (&str, &str) = ("cronjob.kubernetes.io/instantiate", "manual");
 
+/// The Secret, in the controller's namespace, holding the Job recreations owed (`crate::workload::owed_jobs`).
+pub const OWED_JOBS_SECRET: &str = "reloader-owed-jobs";
+
 /// Field manager for every write (upstream v2 uses `reloader`).
 pub const FIELD_MANAGER: &str = "reloader";
 

@@ -168,6 +168,93 @@ async fn a_job_whose_recreation_would_be_refused_is_kept_until_it_can_be_recreat
     assert_eq!(reloader.count_log("updated 'migrate'"), 1, "{:#?}", reloader.logs());
 }
 
+/// The entries of the controller's owed Job recreations (`reloader-owed-jobs` in `ns`).
+async fn owed_entries(ns: &TestNamespace) -> Vec<String> {
+    let secret = api::<k8s_openapi::api::core::v1::Secret>(ns).get_opt("reloader-owed-jobs").await.expect("get");
+    secret.and_then(|s| s.data).map(|d| d.into_keys().collect()).unwrap_or_default()
+}
+
+/// Issue 27, finding 1: a controller killed between deleting a Job for a reload and creating it again must not
+/// lose the Job. The create is admitted (its dry run passes) but refused, so the first controller deletes the
+/// Job and cannot create it; it is killed there. The next controller, started once creates are accepted,
+/// creates the Job with the new template from what the first recorded in the cluster.
+#[tokio::test]
+async fn a_job_deleted_for_a_reload_is_created_by_the_next_controller_after_a_crash() {
+    use common::webhook::{Refused, RefusingWebhook};
+
+    let ns = TestNamespace::create("job-owed").await;
+    let (jobs, old_uid) = create_migrate_job(&ns).await;
+    let webhook = RefusingWebhook::refusing(&ns, 503, Refused::JobCreatesExceptDryRuns).await;
+    let own_namespace = [("RELOADER_NAMESPACE", ns.name.as_str())];
+    let mut first = Reloader::start_with_env(&ns.name, &[], &own_namespace).await;
+    set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
+    wait_for("the Job deleted for the reload", RELOAD_WAIT, || async {
+        match jobs.get_opt("migrate").await.map_err(|e| e.to_string())? {
+            Some(j) => Err(format!("still there: {:?}", j.uid())),
+            None => Ok(()),
+        }
+    })
+    .await;
+    first.kill();
+    let entry = format!("{}.migrate", ns.name);
+    assert_eq!(owed_entries(&ns).await, vec![entry.clone()], "the recreation is recorded before the delete");
+
+    drop(webhook);
+    let second = Reloader::start_with_env(&ns.name, &[], &own_namespace).await;
+    let recreated = wait_for("the Job created by the next controller", RELOAD_WAIT, || async {
+        let j = jobs.get_opt("migrate").await.map_err(|e| e.to_string())?.ok_or("no Job 'migrate'")?;
+        if j.uid() == old_uid { Err("still the old Job".into()) } else { Ok(j) }
+    })
+    .await;
+    assert_carries_hash(&recreated, "k", "2");
+    wait_for("the owed entry cleared", RELOAD_WAIT, || async {
+        let entries = owed_entries(&ns).await;
+        if entries.is_empty() { Ok(()) } else { Err(format!("{entries:?}")) }
+    })
+    .await;
+    holds_for("one recreation", QUIET_PERIOD, || async {
+        let uid = jobs.get("migrate").await.map_err(|e| e.to_string())?.uid();
+        if uid == recreated.uid() { Ok(()) } else { Err(format!("recreated again: {uid:?}")) }
+    })
+    .await;
+    assert_eq!(second.count_log("created Job 'migrate' in namespace"), 1, "{:#?}", second.logs());
+}
+
+/// A Job whose create keeps failing after the delete (longer than one write retries it) is created by a later
+/// attempt of the work queue once creates succeed: the Job is no longer in the watch, and the owed entry is
+/// what that attempt creates it from (before, the retry found no workload and the Job was lost).
+#[tokio::test]
+async fn a_job_whose_create_fails_for_longer_than_one_write_is_created_when_it_can_be() {
+    use common::webhook::{Refused, RefusingWebhook};
+
+    let ns = TestNamespace::create("job-owed-late").await;
+    let (jobs, old_uid) = create_migrate_job(&ns).await;
+    let webhook = RefusingWebhook::refusing(&ns, 503, Refused::JobCreatesExceptDryRuns).await;
+    let reloader =
+        Reloader::start_with_env(&ns.name, &["--max-retry-backoff=2s"], &[("RELOADER_NAMESPACE", &ns.name)]).await;
+    set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
+    // The write gave up (its in-line retries of the create end after 15 s): the queue retries it.
+    let retried = |l: &String| l.contains("reload failed, retrying") && l.contains("migrate");
+    wait_for("the write given up", 2 * RELOAD_WAIT, || async {
+        if reloader.logs().iter().any(retried) { Ok(()) } else { Err("not yet".to_owned()) }
+    })
+    .await;
+    assert!(jobs.get_opt("migrate").await.expect("get").is_none(), "the Job was deleted for the reload");
+
+    drop(webhook);
+    let recreated = wait_for("the Job created once creates succeed", RELOAD_WAIT, || async {
+        let j = jobs.get_opt("migrate").await.map_err(|e| e.to_string())?.ok_or("no Job 'migrate'")?;
+        if j.uid() == old_uid { Err("still the old Job".into()) } else { Ok(j) }
+    })
+    .await;
+    assert_carries_hash(&recreated, "k", "2");
+    wait_for("the owed entry cleared", RELOAD_WAIT, || async {
+        let entries = owed_entries(&ns).await;
+        if entries.is_empty() { Ok(()) } else { Err(format!("{entries:?}")) }
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn ignored_workload_types_are_not_reloaded() {
     let ns = TestNamespace::create("ignored-types").await;

@@ -148,7 +148,7 @@ async fn create_workloads(ns: &TestNamespace, full: bool) -> String {
 }
 
 /// What has not been reloaded yet (empty when everything has).
-async fn missing_reloads(ns: &TestNamespace, full: bool, old_job_uid: &str) -> Vec<String> {
+async fn missing_reloads(ns: &TestNamespace, full: bool, old_job_uid: &str, reloader: &Reloader) -> Vec<String> {
     let mut missing = Vec::new();
     let cm_hash = configmap_hash(&[("k", "2")]);
     for kind in [Kind::Deployment, Kind::StatefulSet, Kind::DaemonSet] {
@@ -180,6 +180,9 @@ async fn missing_reloads(ns: &TestNamespace, full: bool, old_job_uid: &str) -> V
     }
     if full && !jobs.iter().any(|j| j.name_any() == "job" && j.uid().as_deref() != Some(old_job_uid)) {
         missing.push("Job reload (recreated)".into());
+    }
+    if full && reloader.count_log("Job recreation is not crash-safe") > 0 {
+        missing.push("a crash-safe Job reload (its recreation recorded in Secret reloader-owed-jobs)".into());
     }
     if full && Kind::Deployment.revisions(ns, "csi").await < 2 {
         missing.push("CSI reload".into());
@@ -235,7 +238,7 @@ async fn reloads_everything(client: Client, variant: Variant, removed: Option<Ru
         }
         let start = std::time::Instant::now();
         loop {
-            let missing = missing_reloads(&ns, variant.full, &old_job_uid).await;
+            let missing = missing_reloads(&ns, variant.full, &old_job_uid, &reloader).await;
             if missing.is_empty() {
                 return Ok(());
             }

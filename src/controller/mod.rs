@@ -75,6 +75,8 @@ struct Context {
     record_refusals: record_refusals::RecordRefusals,
     /// Workload writes per second (`--kube-api-qps`, `--kube-api-burst`).
     limiter: Option<crate::ratelimit::RateLimiter>,
+    /// Job recreations owed, kept in the cluster (`crate::workload::owed_jobs`).
+    owed_jobs: crate::workload::OwedJobs,
 }
 
 impl Context {
@@ -165,6 +167,9 @@ pub async fn run(
     let index = Mutex::new(index);
     let limiter = crate::ratelimit::RateLimiter::new(settings.write_qps, settings.write_burst);
     let budget = budget::RolloutBudget::new(settings.rollout_budget.0, settings.rollout_budget.1);
+    // Only where Jobs are reloaded is anything owed (and the chart grants the Secret).
+    let reloads_jobs = settings.watch.sources.contains(&Source::Workload(crate::workload::WorkloadKind::Job));
+    let owed_jobs = crate::workload::OwedJobs::new(if reloads_jobs { &settings.own_namespace } else { "" });
     let ctx = Arc::new(Context {
         client,
         settings,
@@ -181,6 +186,7 @@ pub async fn run(
         webhook_sender,
         record_refusals: Default::default(),
         limiter,
+        owed_jobs,
     });
     let mut workers: Vec<_> =
         (0..ctx.settings.workers.max(1)).map(|_| tokio::spawn(worker(ctx.clone(), leader.clone()))).collect();

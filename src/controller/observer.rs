@@ -425,6 +425,15 @@ impl Observer {
         for key in self.ctx.index().workload_keys() {
             self.enqueue(key, now, Lane::Reconcile);
         }
+        if self.ctx.owed_jobs.enabled() && self.ctx.leads() {
+            // Jobs an earlier process deleted for a reload and did not create again: their reconcile creates them.
+            let ctx = self.ctx.clone();
+            tokio::spawn(async move {
+                for key in ctx.owed_jobs.owed_keys(&ctx.client).await {
+                    ctx.queue.add(key, Instant::now());
+                }
+            });
+        }
     }
 }
 

@@ -59,6 +59,7 @@ fn context_with(
         write_burst: 1,
         hash_key_secret: None,
         hash_key: None,
+        own_namespace: String::new(),
     };
     let stream_context =
         crate::controller::watch::StreamContext { keys: settings.keys.clone(), key_registry: Arc::default() };
@@ -78,6 +79,7 @@ fn context_with(
         webhook_sender: None,
         record_refusals: Default::default(),
         limiter,
+        owed_jobs: Default::default(),
     })
 }
 

@@ -173,10 +173,29 @@ async fn reconcile(ctx: &Context, key: &WorkloadKey, triggered: Trigger) -> Resu
         // `--webhook-url`: notify instead of reloading; level-triggered reconciles must not write either.
         return Ok(false);
     }
+    if !ctx.index().has_workload(key) {
+        return resume(ctx, key).await;
+    }
     let plan = || ctx.index().plan(key, ctx.settings.decisions, ctx.settings.strategy);
     let (plan, unread) = plan_with_views(ctx, key, plan).await;
     let written = write_plan(ctx, key, triggered, plan).await?;
     unread.map_or(Ok(written), Err)
+}
+
+/// A workload the watch does not show: finishes what an earlier write left owed for it (a Job deleted for a
+/// reload and not yet created again, by this process or one before it).
+async fn resume(ctx: &Context, key: &WorkloadKey) -> Result<bool, Error> {
+    if !ctx.write_slot().await {
+        return Ok(false);
+    }
+    let error = |source| Error::Patch { workload: key.to_string(), resources: "its owed recreation".into(), source };
+    let created = workload::resume(&ctx.client, key, &ctx.owed_jobs).await.map_err(error)?;
+    if created {
+        info!(namespace = %key.namespace, workload = %key.name, kind = %key.kind,
+              "created {} '{}' in namespace '{}' again: it was deleted for a reload whose create had not happened",
+              key.kind, key.name, key.namespace);
+    }
+    Ok(created)
 }
 
 /// Writes `plan` (with the pause action and gates it meets); `Ok(false)` when there was nothing to write.
@@ -236,6 +255,7 @@ async fn write_plan(
         applied_hashes: plan.applied_hashes.as_ref().map(encode_applied_hashes),
         pause: pause.clone(),
         restart: restart_strategy,
+        owed_jobs: Some(&ctx.owed_jobs),
     };
     let kind = key.kind.to_string();
     if !ctx.write_slot().await {

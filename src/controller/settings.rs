@@ -61,6 +61,9 @@ pub struct Settings {
     pub hash_key_secret: Option<String>,
     /// The key loaded from it ([`Settings::load_hash_key`]).
     pub hash_key: Option<crate::hash_key::HashKey>,
+    /// The controller's own namespace (`RELOADER_NAMESPACE`, else `POD_NAMESPACE`; empty when unknown): where
+    /// owed Job recreations are kept.
+    pub own_namespace: String,
 }
 
 /// A kind whose API may not be installed: watched once discovery finds it.
@@ -151,6 +154,10 @@ impl Settings {
             write_burst: args.kube_api_burst,
             hash_key_secret: args.hash_key_secret.clone(),
             hash_key: None,
+            own_namespace: Some(&args.meta_info.namespace)
+                .filter(|n| !n.is_empty())
+                .unwrap_or(&args.leader.pod_namespace)
+                .clone(),
         })
     }
 

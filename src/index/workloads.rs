@@ -170,6 +170,11 @@ impl Index {
         }
     }
 
+    /// Whether the watch shows `key`.
+    pub fn has_workload(&self, key: &WorkloadKey) -> bool {
+        self.workloads.contains_key(key)
+    }
+
     /// A workload's UID (for Events).
     pub fn workload_uid(&self, key: &WorkloadKey) -> Option<String> {
         self.workloads.get(key).map(|s| s.summary.uid.clone()).filter(|u| !u.is_empty())

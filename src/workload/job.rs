@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use super::{
     WorkloadKey, WorkloadKind, WorkloadObject, WorkloadWrite,
+    owed_jobs::{OwedJob, OwedJobs},
     write::{get_json, json_api, patch_metadata},
 };
 use crate::{constants::annotation::APPLIED_HASHES, strategy::apply_to_template_json};
@@ -55,38 +56,87 @@ const SERVER_METADATA: [&str; 8] = [
 /// "already exists" has passed admission (webhooks, policies, quota run before the name is checked), so a
 /// webhook that refuses Job creates leaves the user's Job in place and the reload is retried by the work queue
 /// (issue 27, finding 1: before, the Job was deleted and the create failed, and the Job was gone for good).
-/// A DELETE answered 404 was applied already (a lost response): the create follows. The create itself is
-/// tried again briefly ([`CREATE_RETRY_BUDGET`]) only for what a moment cures (the old object still there,
-/// throttling, a lost response), so no worker waits minutes.
+/// Before the DELETE the new Job is recorded as owed (`super::owed_jobs`), so a crash, a failover or a create
+/// refused for longer than this write does not lose it: whoever leads next creates it ([`resume`]). A DELETE
+/// answered 404 was applied already (a lost response): the create follows; a Job already gone when the write
+/// starts is created from what is owed for it. The create itself is tried again briefly
+/// ([`CREATE_RETRY_BUDGET`]) only for what a moment cures (the old object still there, throttling, a lost
+/// response), so no worker waits minutes.
 pub(super) async fn write(client: &Client, key: &WorkloadKey, w: &WorkloadWrite<'_>) -> Result<(), kube::Error> {
     if w.changes.is_empty() {
         return patch_metadata::<Job>(client, key, w).await;
     }
     let jobs = json_api::<Job>(client, &key.namespace);
-    let current = get_json(&jobs, &key.name).await?;
+    let current = match get_json(&jobs, &key.name).await {
+        Err(kube::Error::Api(s)) if s.code == 404 => {
+            // Deleted by an earlier attempt whose create did not happen: create it now, with today's reloads.
+            let owed = match w.owed_jobs {
+                Some(store) => store.get(client, key).await?,
+                None => None,
+            };
+            let Some(owed) = owed else { return Err(kube::Error::Api(s)) };
+            let job = OwedJob { job: recreated(owed.job, w), ..owed };
+            return create_owed(client, &jobs, key, &job, w.owed_jobs, true).await;
+        }
+        other => other?,
+    };
     let old_uid = current.pointer("/metadata/uid").and_then(Value::as_str).map(str::to_owned);
-    let job: DynamicObject = serde_json::from_value(recreated(current, w)).map_err(kube::Error::SerdeError)?;
+    let owed = OwedJob { old_uid, job: recreated(current, w) };
+    let job: DynamicObject = serde_json::from_value(owed.job.clone()).map_err(kube::Error::SerdeError)?;
     match jobs.create(&PostParams { dry_run: true, ..PostParams::default() }, &job).await {
         Ok(_) => {}
         Err(kube::Error::Api(s)) if s.code == 409 => {}
         Err(refused) => return Err(refused),
     }
+    let recorded = match w.owed_jobs {
+        Some(store) => store.record(client, key, &owed).await,
+        None => false,
+    };
     match jobs.delete(&key.name, &DeleteParams::background()).await {
         Ok(_) => {}
         Err(kube::Error::Api(s)) if s.code == 404 => {}
         Err(e) => return Err(e),
     }
-    // From here the old Job is gone: the new one must be created before this write returns (the watch forgets a
-    // deleted Job).
+    create_owed(client, &jobs, key, &owed, w.owed_jobs, recorded).await
+}
+
+/// Finishes what is owed for `key` when its Job is gone: creates it from the recorded Job. `Ok(true)` when
+/// it created it; `Ok(false)` when nothing was owed, or the old Job still exists (the DELETE never happened:
+/// an ordinary reload does it all again) or a new one does (done): the entry is cleared.
+pub(super) async fn resume(client: &Client, key: &WorkloadKey, store: &OwedJobs) -> Result<bool, kube::Error> {
+    if key.kind != WorkloadKind::Job || !store.enabled() {
+        return Ok(false);
+    }
+    let Some(owed) = store.get(client, key).await? else { return Ok(false) };
+    let jobs = json_api::<Job>(client, &key.namespace);
+    if jobs.get_opt(&key.name).await?.is_some() {
+        store.clear(client, key).await?;
+        return Ok(false);
+    }
+    create_owed(client, &jobs, key, &owed, Some(store), true).await.map(|()| true)
+}
+
+/// Creates the Job that replaces the one deleted (within [`CREATE_RETRY_BUDGET`]), then clears its entry in
+/// `store` when `recorded`. A create that fails leaves the entry for the next attempt.
+async fn create_owed(
+    client: &Client,
+    jobs: &kube::Api<DynamicObject>,
+    key: &WorkloadKey,
+    owed: &OwedJob,
+    store: Option<&OwedJobs>,
+    recorded: bool,
+) -> Result<(), kube::Error> {
+    let job: DynamicObject = serde_json::from_value(owed.job.clone()).map_err(kube::Error::SerdeError)?;
     let mut delay = Duration::from_millis(100);
     let mut waited = Duration::ZERO;
     loop {
         match jobs.create(&PostParams::default(), &job).await {
+            Ok(_) => break,
             // A create answered 5xx may have been applied: a Job under the name that is not the old one is ours.
             Err(kube::Error::Api(s))
-                if s.code == 409 && created_already(&jobs, &key.name, old_uid.as_deref()).await =>
+                if s.code == 409 && created_already(jobs, &key.name, owed.old_uid.as_deref()).await =>
             {
-                return Ok(());
+                break;
             }
             Err(e) if retry_create(&e) && waited < CREATE_RETRY_BUDGET => {
                 tracing::debug!(workload = %key, "recreating the Job: {e}; retrying in {delay:?}");
@@ -94,9 +144,16 @@ pub(super) async fn write(client: &Client, key: &WorkloadKey, w: &WorkloadWrite<
                 waited += delay;
                 delay = (delay * 2).min(Duration::from_secs(2));
             }
-            other => return other.map(|_| ()),
+            Err(e) => return Err(e),
         }
     }
+    if let Some(store) = store.filter(|_| recorded)
+        && let Err(e) = store.clear(client, key).await
+    {
+        // The entry names a Job that exists now: the next look at it clears it.
+        tracing::debug!(workload = %key, "clearing the owed recreation: {e}");
+    }
+    Ok(())
 }
 
 /// Whether a Job named `name` exists that is not the one with `old_uid`.

@@ -8,6 +8,7 @@ mod deployment;
 mod job;
 mod lean;
 mod list;
+pub mod owed_jobs;
 mod record;
 pub mod rollout;
 mod statefulset;
@@ -19,8 +20,9 @@ use std::{collections::BTreeMap, fmt};
 
 pub use lean::Lean;
 pub use list::list_summaries;
+pub use owed_jobs::OwedJobs;
 pub use record::HashRecord;
-pub use write::{WorkloadWrite, write};
+pub use write::{WorkloadWrite, resume, write};
 
 pub use crate::keys::{RolloutState, WorkloadKey, WorkloadKind};
 

@@ -28,5 +28,6 @@ pub fn env_write<'a>(changes: &'a [TemplateChange], applied_hashes: Option<&str>
         applied_hashes: applied_hashes.map(str::to_owned),
         pause: None,
         restart: false,
+        owed_jobs: None,
     }
 }

@@ -33,6 +33,8 @@ pub struct WorkloadWrite<'a> {
     pub pause: Option<(&'a str, PauseAction)>,
     /// Argo `rollout-strategy: restart`: set `spec.restartAt` instead of changing the template.
     pub restart: bool,
+    /// Where a Job deleted for a reload is recorded until it exists again (`None`: not recorded).
+    pub owed_jobs: Option<&'a super::OwedJobs>,
 }
 
 /// Writes a reload: one strategic merge patch for Deployments, StatefulSets and DaemonSets; a new Job for a
@@ -47,6 +49,12 @@ pub async fn write(client: &Client, key: &WorkloadKey, w: &WorkloadWrite<'_>) ->
         WorkloadKind::Rollout => custom::write::<custom::Rollout>(client, key, w, w.restart).await,
         WorkloadKind::DeploymentConfig => custom::write::<custom::DeploymentConfig>(client, key, w, false).await,
     }
+}
+
+/// Finishes a write an earlier attempt left half done, for a workload the watch no longer shows: a Job deleted
+/// for a reload and not created again (`super::owed_jobs`). `Ok(true)` when it wrote something.
+pub async fn resume(client: &Client, key: &WorkloadKey, owed_jobs: &super::OwedJobs) -> Result<bool, kube::Error> {
+    job::resume(client, key, owed_jobs).await
 }
 
 fn metadata_fragment(w: &WorkloadWrite<'_>) -> Option<Value> {
@@ -151,6 +159,7 @@ mod tests {
             applied_hashes: Some("{}".into()),
             pause: Some(("example.com/paused-at", PauseAction::Pause { at: "2026-12-02T10:00:00Z".into() })),
             restart: false,
+            owed_jobs: None,
         };
         let hash = ContentHash::NONE.to_string();
         assert_eq!(
@@ -194,6 +203,7 @@ mod tests {
             applied_hashes: Some("{}".into()),
             pause: None,
             restart: false,
+            owed_jobs: None,
         };
         write(&client, &key, &w).await.expect("written");
         let (method, uri, accept, content_type) = server.await.expect("server");

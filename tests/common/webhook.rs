@@ -62,6 +62,9 @@ pub enum Refused<'a> {
     DeploymentUpdates(&'a str),
     /// Creates of Jobs; probed with a dry-run create.
     JobCreates,
+    /// Creates of Jobs that are not dry runs (admission passes, the create itself fails: a quota or a webhook
+    /// with side effects); probed with a create.
+    JobCreatesExceptDryRuns,
 }
 
 impl RefusingWebhook {
@@ -87,14 +90,16 @@ impl RefusingWebhook {
         let port = tcp.local_addr().expect("addr").port();
         let calls = Arc::new(AtomicUsize::new(0));
         let counter = calls.clone();
+        let admits_dry_runs = matches!(refused, Refused::JobCreatesExceptDryRuns);
         let app = Router::new().route(
             "/",
             post(move |body: String| {
                 counter.fetch_add(1, Ordering::Relaxed);
                 async move {
                     let review: Value = serde_json::from_str(&body).unwrap_or_default();
+                    let allowed = admits_dry_runs && review["request"]["dryRun"] == true;
                     let answer = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": {
-                        "uid": review["request"]["uid"], "allowed": false,
+                        "uid": review["request"]["uid"], "allowed": allowed,
                         "status": {"code": code, "message": "the test webhook's backend is unavailable"}}});
                     ([(http::header::CONTENT_TYPE, "application/json")], answer.to_string())
                 }
@@ -110,7 +115,7 @@ impl RefusingWebhook {
             Refused::DeploymentUpdates(_) => {
                 json!({"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["deployments"]})
             }
-            Refused::JobCreates => {
+            Refused::JobCreates | Refused::JobCreatesExceptDryRuns => {
                 json!({"apiGroups": ["batch"], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["jobs"]})
             }
         };
@@ -146,6 +151,14 @@ impl RefusingWebhook {
                     deployments.patch(probe, &dry_run, &Patch::Merge(&touch)).await.map(|_| ())
                 }
                 Refused::JobCreates => jobs.create(&create_dry_run, &probe_job).await.map(|_| ()),
+                Refused::JobCreatesExceptDryRuns => {
+                    let created = jobs.create(&PostParams::default(), &probe_job).await.map(|_| ());
+                    if created.is_ok() {
+                        // Not called yet: the probe Job goes again before the next try.
+                        let _ = jobs.delete("webhook-probe", &DeleteParams::background()).await;
+                    }
+                    created
+                }
             };
             match answer {
                 Err(kube::Error::Api(s)) if s.code == code => Ok(()),
