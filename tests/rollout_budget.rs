@@ -113,3 +113,106 @@ async fn a_budget_of_three_rolls_thirty_deployments_three_at_a_time() {
     }
     assert!(once >= COUNT / 2, "most waited and rolled once for both rotations ({once} of {COUNT})");
 }
+
+/// Issue 27: the budget is read from the cluster. A controller that starts (or takes over as leader) while a
+/// rollout is running counts it: here Deployment `held` is paused halfway through a template change (its status
+/// not complete), so with `--max-concurrent-rollouts=1` a change for `web` waits until `held` completes. Before,
+/// a new controller started from an empty budget and rolled `web` at once, beside the rollout already running.
+#[tokio::test]
+async fn a_rollout_running_when_the_controller_starts_holds_a_slot() {
+    let ns = TestNamespace::create("budget-adopt").await;
+    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
+    let mut pod_spec = env_from_configmap("cfg");
+    pod_spec["containers"][0]["image"] = json!("registry.k8s.io/pause:3.10");
+    Kind::Deployment
+        .create(&ns, "web", json!({"reloader.stakater.com/auto": "true"}), json!({}), pod_spec.clone())
+        .await;
+    let plain = json!({"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}]});
+    Kind::Deployment.create(&ns, "held", json!({}), json!({}), plain).await;
+    wait_for("both rolled out", Duration::from_secs(120), || async {
+        let n = rolling(&ns).await;
+        if n == 0 { Ok(()) } else { Err(format!("{n} rolling")) }
+    })
+    .await;
+    // Paused with a new template: the Deployment controller observes it and rolls nothing.
+    let deployments = ns.api::<Deployment>();
+    let hold = json!({"spec": {"paused": true, "template": {"metadata": {"annotations": {"change": "1"}}}}});
+    deployments
+        .patch("held", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&hold))
+        .await
+        .expect("pause held");
+    wait_for("held's new template observed and not rolled", Duration::from_secs(60), || async {
+        let d = deployments.get("held").await.map_err(|e| e.to_string())?;
+        let s = d.status.unwrap_or_default();
+        let observed = s.observed_generation.unwrap_or(0) >= d.metadata.generation.unwrap_or(0);
+        if observed && s.updated_replicas.unwrap_or(0) == 0 { Ok(()) } else { Err(format!("{s:?}")) }
+    })
+    .await;
+
+    let reloader = Reloader::start(&ns.name, &["--max-concurrent-rollouts=1"]).await;
+    let base = reloader.http_base().await;
+    set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
+    wait_for("web waiting for a slot", RELOAD_WAIT, || async {
+        let (_, metrics) = http_get(&base, "/metrics").await;
+        match sample(&metrics, "reloader_rollouts{state=\"waiting\"}") {
+            Some(w) if w >= 1.0 => Ok(()),
+            other => {
+                Err(format!("waiting: {other:?}; web revisions: {}", Kind::Deployment.revisions(&ns, "web").await))
+            }
+        }
+    })
+    .await;
+    assert_eq!(Kind::Deployment.revisions(&ns, "web").await, 1, "web rolled beside the rollout already running");
+
+    let resume = json!({"spec": {"paused": false}});
+    deployments
+        .patch("held", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&resume))
+        .await
+        .expect("resume held");
+    Kind::Deployment.wait_revisions(&ns, "web", 2).await;
+    let value = Kind::Deployment.env(&ns, "web", "app", "STAKATER_CFG_CONFIGMAP").await;
+    assert_eq!(value, Some(configmap_hash(&[("k", "2")])));
+}
+
+/// Issue 27: a write that changes no template frees its budget slot at once. StatefulSet `pre` already runs with
+/// `cfg`'s content in its template while its `applied-hashes` record names an older one (what a retry meets after
+/// a lost response: the first attempt rolled it), so the controller writes it — the record, and a template equal
+/// to the one it has: no new generation, no rollout. With `--max-concurrent-rollouts=1` that write held the only
+/// slot until `--rollout-timeout` (and then counted as a failed rollout); `web` must roll at once instead.
+#[tokio::test]
+async fn a_write_that_changes_no_template_frees_its_slot_at_once() {
+    use k8s_openapi::api::apps::v1::StatefulSet;
+
+    let ns = TestNamespace::create("budget-noop").await;
+    create_configmap(&ns, "cfg", &[("k", "2")], &[]).await;
+    create_configmap(&ns, "other", &[("k", "1")], &[]).await;
+    let stale = format!("{{\"configmap/cfg\":\"{}\"}}", configmap_hash(&[("k", "1")]));
+    let meta = json!({"reloader.stakater.com/auto": "true", "reloader.stakater.com/applied-hashes": stale});
+    let mut pre = env_from_configmap("cfg");
+    pre["containers"][0]["image"] = json!("registry.k8s.io/pause:3.10");
+    pre["containers"][0]["env"] = json!([{"name": "STAKATER_CFG_CONFIGMAP", "value": configmap_hash(&[("k", "2")])}]);
+    Kind::StatefulSet.create(&ns, "pre", meta, json!({}), pre).await;
+    let mut web = env_from_configmap("other");
+    web["containers"][0]["image"] = json!("registry.k8s.io/pause:3.10");
+    Kind::Deployment.create(&ns, "web", json!({"reloader.stakater.com/auto": "true"}), json!({}), web).await;
+    let statefulsets = ns.api::<StatefulSet>();
+    wait_for("pre rolled out", Duration::from_secs(120), || async {
+        let s = statefulsets.get("pre").await.map_err(|e| e.to_string())?;
+        let status = s.status.unwrap_or_default();
+        let observed = status.observed_generation.unwrap_or(0) >= s.metadata.generation.unwrap_or(0);
+        let same = status.current_revision.is_some() && status.current_revision == status.update_revision;
+        if observed && same && status.ready_replicas == Some(1) { Ok(()) } else { Err(format!("{status:?}")) }
+    })
+    .await;
+    wait_for("web rolled out", Duration::from_secs(120), || async {
+        let n = rolling(&ns).await;
+        if n == 0 { Ok(()) } else { Err(format!("{n} rolling")) }
+    })
+    .await;
+
+    let reloader = Reloader::start(&ns.name, &["--max-concurrent-rollouts=1", "--rollout-timeout=10m"]).await;
+    reloader.wait_log("updated 'pre'").await;
+    set_configmap_data(&ns, "other", &[("k", "2")]).await;
+    Kind::Deployment.wait_revisions(&ns, "web", 2).await;
+    assert_eq!(Kind::StatefulSet.revisions(&ns, "pre").await, 1, "pre's write rolled it");
+}

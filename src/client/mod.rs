@@ -47,10 +47,29 @@ where
 /// Sends a write whose response nothing reads, asking for the object's metadata only
 /// ([`crate::constants::ACCEPT_METADATA_ONLY`]: a Deployment's PATCH response is 3.7 instead of 5.4 KB), and drops
 /// the response undecoded.
-pub async fn send_ignoring_response(client: &kube::Client, mut request: Request<Vec<u8>>) -> Result<(), kube::Error> {
+pub async fn send_ignoring_response(client: &kube::Client, request: Request<Vec<u8>>) -> Result<(), kube::Error> {
+    send_for_metadata(client, request).await.map(|_| ())
+}
+
+/// Sends a write asking for the object's metadata only, and returns the `metadata.generation` the object has
+/// after it (`None` when the response does not say): only that field is decoded.
+pub async fn send_for_generation(client: &kube::Client, request: Request<Vec<u8>>) -> Result<Option<i64>, kube::Error> {
+    #[derive(serde::Deserialize)]
+    struct Metadata {
+        generation: Option<i64>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Object {
+        metadata: Metadata,
+    }
+    let text = send_for_metadata(client, request).await?;
+    Ok(serde_json::from_str::<Object>(&text).ok().and_then(|o| o.metadata.generation))
+}
+
+async fn send_for_metadata(client: &kube::Client, mut request: Request<Vec<u8>>) -> Result<String, kube::Error> {
     let accept = http::HeaderValue::from_static(crate::constants::ACCEPT_METADATA_ONLY);
     request.headers_mut().insert(http::header::ACCEPT, accept);
-    client.request_text(request).await.map(|_| ())
+    client.request_text(request).await
 }
 
 /// Counts requests by response code, method and host, and times them by verb and host.

@@ -1,10 +1,16 @@
 //! The restart budget (`--max-concurrent-rollouts`, issue 17): at most N workloads are in the middle of a rollout
-//! this controller started. A rollout is in flight from the template write until the workload's status says it
-//! is complete ([`RolloutState`]: seen in progress first, so a status from before the write does not count), or
-//! until `--rollout-timeout`. Workloads over the budget wait, level-triggered as ever: when a slot frees, the
-//! oldest waiting one is queued again and plans anew (a workload whose content changed again while waiting rolls
-//! once, with the latest content). CronJobs and Jobs are not counted (a run is new pods, not a rollout).
-//! StatefulSets, DaemonSets, Argo Rollouts and DeploymentConfigs are, by their own status fields.
+//! this controller started. A rollout is in flight from the template write until the workload's status says the
+//! generation that write produced is complete ([`RolloutState`] at a `metadata.generation` at least the one the
+//! PATCH answered with), or until `--rollout-timeout`; a write that changed no template (the generation did not
+//! move: a retry after a lost response, a template already so) frees its slot at once. Workloads over the budget
+//! wait, level-triggered as ever: when a slot frees, the oldest waiting one is queued again and plans anew (a
+//! workload whose content changed again while waiting rolls once, with the latest content). CronJobs and Jobs are
+//! not counted (a run is new pods, not a rollout). StatefulSets, DaemonSets, Argo Rollouts and DeploymentConfigs
+//! are, by their own status fields.
+//!
+//! The cluster is the source of truth here too: a new leader (or a restarted controller) counts the rollouts its
+//! workloads' status shows in progress ([`RolloutBudget::adopt`]), rather than starting from an empty budget and
+//! admitting N more on top of them.
 //!
 //! Rollouts are tracked whatever the limit (a map entry per rolling workload): one still in progress after
 //! `--rollout-timeout` counts as failed for the health gate (`crate::gates`) until it completes or is written
@@ -24,8 +30,8 @@ use crate::workload::{RolloutState, WorkloadKey};
 #[derive(Debug)]
 struct InFlight {
     since: Instant,
-    /// The status has shown the rollout in progress since the write.
-    seen_in_progress: bool,
+    /// The generation whose rollout is awaited: the one the write produced (`None` until the write answered).
+    generation: Option<i64>,
 }
 
 #[derive(Debug, Default)]
@@ -78,13 +84,13 @@ impl RolloutBudget {
         state.timed_out.remove(key);
         if let Some(flight) = state.in_flight.get_mut(key) {
             // Written again while rolling (a newer content): it keeps its slot, counted from now, until the new
-            // rollout is seen in progress and complete (the previous one completing does not free it).
-            *flight = InFlight { since: now, seen_in_progress: false };
+            // write's generation is complete (the previous one completing does not free it).
+            *flight = InFlight { since: now, generation: None };
             return Admission::Go;
         }
         if self.limit == 0 || state.in_flight.len() < self.limit {
             state.waiting.retain(|k| k != key);
-            state.in_flight.insert(key.clone(), InFlight { since: now, seen_in_progress: false });
+            state.in_flight.insert(key.clone(), InFlight { since: now, generation: None });
             return Admission::Go;
         }
         if !state.waiting.contains(key) {
@@ -134,28 +140,56 @@ impl RolloutBudget {
         state.waiting.pop_front()
     }
 
-    /// A workload's status, as the watch delivers it. Returns the workload to wake when its rollout completed.
-    pub fn observe(&self, key: &WorkloadKey, rollout: RolloutState) -> Option<WorkloadKey> {
+    /// The write that took the slot succeeded; `generation` is the workload's generation after it (when the
+    /// response said; else the next one is awaited) and `indexed` its status as last seen (state, generation).
+    /// Returns a workload to wake when the slot is free already: the write changed no template and nothing
+    /// rolls, or the rollout it started was seen complete before the write's answer.
+    pub fn written(
+        &self,
+        key: &WorkloadKey,
+        generation: Option<i64>,
+        indexed: Option<(RolloutState, i64)>,
+    ) -> Option<WorkloadKey> {
+        let mut state = self.state();
+        let flight = state.in_flight.get_mut(key)?;
+        let awaited = generation.or(indexed.map(|(_, g)| g.saturating_add(1)))?;
+        flight.generation = Some(awaited);
+        let done = indexed.is_some_and(|(rollout, seen)| rollout == RolloutState::Complete && seen >= awaited);
+        if !done {
+            return None;
+        }
+        state.in_flight.remove(key);
+        if self.limit == 0 { None } else { state.waiting.pop_front() }
+    }
+
+    /// A workload's status, as the watch delivers it: its rollout state at `generation`. Returns the workload to
+    /// wake when its rollout completed.
+    pub fn observe(&self, key: &WorkloadKey, rollout: RolloutState, generation: i64) -> Option<WorkloadKey> {
         let mut state = self.state();
         if rollout == RolloutState::Complete {
             state.timed_out.remove(key);
         }
-        let flight = state.in_flight.get_mut(key)?;
+        let flight = state.in_flight.get(key)?;
         let ended = match rollout {
-            RolloutState::InProgress => {
-                flight.seen_in_progress = true;
-                false
-            }
-            RolloutState::Complete => flight.seen_in_progress,
+            RolloutState::Complete => flight.generation.is_some_and(|awaited| generation >= awaited),
             // The kind's controller gave up: the slot is free; the gates see the failure in the status.
             RolloutState::Failed => true,
-            RolloutState::Untracked => false,
+            RolloutState::InProgress | RolloutState::Untracked => false,
         };
         if !ended {
             return None;
         }
         state.in_flight.remove(key);
         if self.limit == 0 { None } else { state.waiting.pop_front() }
+    }
+
+    /// Counts rollouts the cluster shows in progress (workload, generation) that the budget does not hold: on
+    /// becoming leader, or at start, the rollouts an earlier leader started are still running.
+    pub fn adopt(&self, rolling: Vec<(WorkloadKey, i64)>, now: Instant) {
+        let mut state = self.state();
+        for (key, generation) in rolling {
+            state.in_flight.entry(key).or_insert(InFlight { since: now, generation: Some(generation) });
+        }
     }
 
     /// The workload is gone: its slot and its place in line are freed. Returns a workload to wake.
@@ -201,22 +235,66 @@ mod tests {
         assert_eq!(budget.admit(&w("b"), now), Admission::Go);
         assert_eq!(budget.admit(&w("c"), now), Admission::Wait);
         assert_eq!(budget.admit(&w("d"), now), Admission::Wait);
-        assert_eq!(budget.observe(&w("b"), RolloutState::InProgress), None);
+        assert_eq!(budget.written(&w("a"), Some(5), Some((RolloutState::Complete, 4))), None);
+        assert_eq!(budget.written(&w("b"), Some(3), Some((RolloutState::Complete, 2))), None);
+        assert_eq!(budget.observe(&w("b"), RolloutState::InProgress, 3), None);
         assert_eq!(budget.admit(&w("b"), now), Admission::Go, "b holds its slot, written again");
+        assert_eq!(budget.written(&w("b"), Some(4), Some((RolloutState::InProgress, 3))), None);
         assert_eq!(
-            budget.observe(&w("b"), RolloutState::Complete),
+            budget.observe(&w("b"), RolloutState::Complete, 3),
             None,
             "the first rollout's end is not the second's"
         );
         assert_eq!(budget.sizes(), (2, 2));
-        // The status from before the write (complete) does not free the slot; in progress, then complete, does.
-        assert_eq!(budget.observe(&w("a"), RolloutState::Complete), None);
-        assert_eq!(budget.observe(&w("a"), RolloutState::InProgress), None);
-        assert_eq!(budget.observe(&w("a"), RolloutState::Complete), Some(w("c")));
+        // The status from before the write (complete at the old generation) does not free the slot; complete at
+        // the written generation does.
+        assert_eq!(budget.observe(&w("a"), RolloutState::Complete, 4), None);
+        assert_eq!(budget.observe(&w("a"), RolloutState::InProgress, 5), None);
+        assert_eq!(budget.observe(&w("a"), RolloutState::Complete, 5), Some(w("c")));
         assert_eq!(budget.admit(&w("c"), now), Admission::Go);
         assert_eq!(budget.sizes(), (2, 1));
         assert_eq!(budget.forget(&w("b")), Some(w("d")));
         assert_eq!(budget.write_failed(&w("c")), None, "nobody waits any more");
+    }
+
+    /// Issue 27: a write that changed no template (a retry after a lost response: the first attempt rolled) has
+    /// the generation the status shows complete; its slot was held until --rollout-timeout and then counted as a
+    /// failed rollout.
+    #[test]
+    fn a_write_that_changed_no_template_frees_its_slot_at_once() {
+        let budget = RolloutBudget::new(1, Duration::from_secs(600));
+        let now = Instant::now();
+        assert_eq!(budget.admit(&w("a"), now), Admission::Go);
+        assert_eq!(budget.admit(&w("b"), now), Admission::Wait);
+        assert_eq!(budget.written(&w("a"), Some(7), Some((RolloutState::Complete, 7))), Some(w("b")));
+        assert_eq!(budget.sizes(), (0, 0));
+        assert!(!budget.timed_out(&w("a")));
+        // A rollout seen complete before the write's answer arrived ends there too; one still rolling does not.
+        assert_eq!(budget.admit(&w("b"), now), Admission::Go);
+        assert_eq!(budget.written(&w("b"), Some(2), Some((RolloutState::Complete, 2))), None);
+        assert_eq!(budget.sizes(), (0, 0));
+        assert_eq!(budget.admit(&w("c"), now), Admission::Go);
+        assert_eq!(budget.written(&w("c"), Some(2), Some((RolloutState::InProgress, 2))), None);
+        assert_eq!(budget.sizes(), (1, 0), "the same generation still rolling holds the slot");
+        // Without the write's generation, the one after the indexed one is awaited.
+        assert_eq!(budget.forget(&w("c")), None);
+        assert_eq!(budget.admit(&w("d"), now), Admission::Go);
+        assert_eq!(budget.written(&w("d"), None, Some((RolloutState::Complete, 4))), None);
+        assert_eq!(budget.observe(&w("d"), RolloutState::Complete, 4), None);
+        assert_eq!(budget.observe(&w("d"), RolloutState::Complete, 5), None);
+        assert_eq!(budget.sizes(), (0, 0));
+    }
+
+    /// Issue 27: after a failover the new leader's budget started empty and admitted N more rollouts on top of
+    /// the N still running.
+    #[test]
+    fn rollouts_in_progress_at_takeover_count() {
+        let budget = RolloutBudget::new(1, Duration::from_secs(600));
+        let now = Instant::now();
+        budget.adopt(vec![(w("a"), 3)], now);
+        assert_eq!(budget.admit(&w("b"), now), Admission::Wait, "a's rollout holds the only slot");
+        budget.adopt(vec![(w("a"), 9)], now);
+        assert_eq!(budget.observe(&w("a"), RolloutState::Complete, 3), Some(w("b")), "adopting twice changes nothing");
     }
 
     #[test]
@@ -236,7 +314,7 @@ mod tests {
         assert_eq!(budget.tick(now + Duration::from_secs(61)), vec![w("b")], "a timed out: b is woken");
         assert!(budget.timed_out(&w("a")), "a timed-out rollout counts as failed");
         assert_eq!(budget.admit(&w("b"), now + Duration::from_secs(61)), Admission::Go);
-        assert_eq!(budget.observe(&w("a"), RolloutState::Complete), None);
+        assert_eq!(budget.observe(&w("a"), RolloutState::Complete, 1), None);
         assert!(!budget.timed_out(&w("a")), "until it completes");
     }
 
@@ -246,7 +324,7 @@ mod tests {
         let now = Instant::now();
         assert_eq!(budget.admit(&w("a"), now), Admission::Go);
         assert_eq!(budget.admit(&w("b"), now), Admission::Wait);
-        assert_eq!(budget.observe(&w("a"), RolloutState::Failed), Some(w("b")), "ProgressDeadlineExceeded");
+        assert_eq!(budget.observe(&w("a"), RolloutState::Failed, 1), Some(w("b")), "ProgressDeadlineExceeded");
         assert_eq!(budget.sizes(), (0, 0));
     }
 }

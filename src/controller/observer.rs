@@ -248,7 +248,7 @@ impl Observer {
                 if let Some(seen) = self.relisting.seen(stream, listed) {
                     seen.workloads.insert(key.clone());
                 }
-                let rollout = summary.rollout;
+                let (rollout, generation) = (summary.rollout, summary.generation);
                 let rollout_before = index.rollout_state(&key);
                 let update = index.upsert_workload(key.clone(), *summary, baseline);
                 self.update_gauges(&index);
@@ -263,7 +263,7 @@ impl Observer {
                         events.invalid_annotation(&key, uid.clone(), &p.message);
                     }
                 }
-                let next = self.ctx.budget.observe(&key, rollout);
+                let next = self.ctx.budget.observe(&key, rollout, generation);
                 self.ctx.budget.report(&self.ctx.metrics.rollouts);
                 if let Some(next) = next {
                     self.enqueue(next, now, Lane::Change);
@@ -422,7 +422,15 @@ impl Observer {
             return;
         }
         let now = Instant::now();
-        for key in self.ctx.index().workload_keys() {
+        let keys = {
+            let index = self.ctx.index();
+            if self.ctx.leads() {
+                // Rollouts running now count in the budget, whoever started them (a leader before this one).
+                self.ctx.budget.adopt(index.rollouts_in_progress(), now);
+            }
+            index.workload_keys()
+        };
+        for key in keys {
             self.enqueue(key, now, Lane::Reconcile);
         }
         if self.ctx.owed_jobs.enabled() && self.ctx.leads() {

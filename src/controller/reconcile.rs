@@ -278,7 +278,7 @@ async fn write_plan(
         plan.applied_hashes = cleared;
         plan.unrecorded = 0; // reported below as a rejected record, not as one cut to its budget
         result = if plan.reloads.is_empty() {
-            Ok(())
+            Ok(None)
         } else if !ctx.write_slot().await {
             return Ok(stepped_down(ctx, key, triggered));
         } else {
@@ -320,7 +320,16 @@ async fn write_plan(
         }
     }
     match result {
-        Ok(()) => {}
+        Ok(generation) => {
+            if !plan.reloads.is_empty() {
+                // The slot is held until the rollout of the generation this write produced completes; a write
+                // that changed no template (a retry after a lost response) frees it at once.
+                let rollout = ctx.index().rollout(key);
+                if let Some(next) = ctx.budget.written(key, generation, rollout) {
+                    ctx.queue.add(next, Instant::now());
+                }
+            }
+        }
         Err(kube::Error::Api(status)) if status.code == 404 => {
             debug!(workload = %key, "workload is gone; nothing to reload");
             return Ok(false);

@@ -40,6 +40,20 @@ impl Index {
         self.workloads.get(key).map(|s| s.summary.rollout)
     }
 
+    /// Its rollout and the generation it is of, as its status last said.
+    pub fn rollout(&self, key: &WorkloadKey) -> Option<(crate::workload::RolloutState, i64)> {
+        self.workloads.get(key).map(|s| (s.summary.rollout, s.summary.generation))
+    }
+
+    /// Workloads whose status shows a rollout in progress, with their generation (a new leader counts them
+    /// in its budget).
+    pub fn rollouts_in_progress(&self) -> Vec<(WorkloadKey, i64)> {
+        let rolling = self.workloads.iter().filter(|(k, s)| {
+            k.kind.tracks_rollouts() && s.summary.rollout == crate::workload::RolloutState::InProgress
+        });
+        rolling.map(|(k, s)| (k.clone(), s.summary.generation)).collect()
+    }
+
     /// The gates' view of `reloads` of `key`. `timed_out` tells the rollouts that passed `--rollout-timeout`
     /// (counted as failed: kinds without a deadline condition fail by the controller's clock).
     pub fn gate_changes(

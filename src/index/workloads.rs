@@ -77,8 +77,9 @@ impl Index {
         // the workload retries.
         let only_record_changed = old_summary.as_mut().is_some_and(|o| o.equal_but(&mut summary, true));
         // A rollout progressing changes nothing a plan reads.
-        let only_rollout_changed =
-            old_summary.as_mut().is_some_and(|o| o.rollout != summary.rollout && o.equal_but(&mut summary, false));
+        let only_rollout_changed = old_summary.as_mut().is_some_and(|o| {
+            (o.rollout, o.generation) != (summary.rollout, summary.generation) && o.equal_but(&mut summary, false)
+        });
         if !only_record_changed {
             rejected = None;
         }

@@ -102,7 +102,7 @@ pub(super) async fn write<K: kube::Resource<DynamicType = ()>>(
     key: &WorkloadKey,
     w: &WorkloadWrite<'_>,
     restart: bool,
-) -> Result<(), kube::Error> {
+) -> Result<Option<i64>, kube::Error> {
     let gvk = GroupVersionKind::gvk(&K::group(&()), &K::version(&()), &K::kind(&()));
     let resource = ApiResource::from_gvk_with_plural(&gvk, &K::plural(&()));
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &key.namespace, &resource);
@@ -123,10 +123,10 @@ pub(super) async fn write<K: kube::Resource<DynamicType = ()>>(
         }
     }
     if body == json!({}) {
-        return Ok(());
+        return Ok(None);
     }
     let url = <DynamicObject as kube::Resource>::url_path(&resource, Some(&key.namespace));
-    super::write::patch_ignoring_response(client, &url, &key.name, &Patch::Merge(&body)).await
+    super::write::patch_for_generation(client, &url, &key.name, &Patch::Merge(&body)).await
 }
 
 impl super::WorkloadObject for Rollout {

@@ -102,18 +102,22 @@ pub struct WorkloadSummary {
     pub ambiguous_env: Vec<String>,
     /// Its rollout, from its status (the restart budget).
     pub rollout: RolloutState,
+    /// `metadata.generation`: a rollout is of the generation a write produced (the restart budget).
+    pub generation: i64,
 }
 
 impl WorkloadSummary {
-    /// Whether `self` and `other` are equal but for their rollout state and, with `but_record`, their
+    /// Whether `self` and `other` are equal but for their rollout state and generation and, with `but_record`, their
     /// `applied-hashes` records — compared in place (those fields are set aside and put back), because a clone of
     /// a summary per workload watch event cost dozens of allocations.
     pub fn equal_but(&mut self, other: &mut Self, but_record: bool) -> bool {
         let rollout = std::mem::replace(&mut self.rollout, other.rollout);
+        let generation = std::mem::replace(&mut self.generation, other.generation);
         let records =
             but_record.then(|| (std::mem::take(&mut self.applied_hashes), std::mem::take(&mut other.applied_hashes)));
         let equal = self == other;
         self.rollout = rollout;
+        self.generation = generation;
         if let Some((mine, theirs)) = records {
             self.applied_hashes = mine;
             other.applied_hashes = theirs;
@@ -176,6 +180,7 @@ pub fn summarise<K: WorkloadObject>(obj: &K, keys: &AnnotationKeys) -> Option<(W
             .is_some_and(|v| v == "restart"),
         ambiguous_env,
         rollout: obj.rollout(),
+        generation: obj.meta().generation.unwrap_or(0),
     };
     Some((WorkloadKey { kind: K::KIND, namespace: namespace.into(), name: obj.name_any() }, summary))
 }

@@ -38,14 +38,15 @@ pub struct WorkloadWrite<'a> {
 }
 
 /// Writes a reload: one strategic merge patch for Deployments, StatefulSets and DaemonSets; a new Job for a
-/// CronJob; delete and recreate for a Job.
-pub async fn write(client: &Client, key: &WorkloadKey, w: &WorkloadWrite<'_>) -> Result<(), kube::Error> {
+/// CronJob; delete and recreate for a Job. Returns the workload's `metadata.generation` after the write when its
+/// response says (kinds whose rollouts are tracked): equal to the one before, the template did not change.
+pub async fn write(client: &Client, key: &WorkloadKey, w: &WorkloadWrite<'_>) -> Result<Option<i64>, kube::Error> {
     match key.kind {
         WorkloadKind::Deployment => template_patch::<Deployment>(client, key, w).await,
         WorkloadKind::StatefulSet => template_patch::<StatefulSet>(client, key, w).await,
         WorkloadKind::DaemonSet => template_patch::<DaemonSet>(client, key, w).await,
-        WorkloadKind::CronJob => cronjob::write(client, key, w).await,
-        WorkloadKind::Job => job::write(client, key, w).await,
+        WorkloadKind::CronJob => cronjob::write(client, key, w).await.map(|()| None),
+        WorkloadKind::Job => job::write(client, key, w).await.map(|()| None),
         WorkloadKind::Rollout => custom::write::<custom::Rollout>(client, key, w, w.restart).await,
         WorkloadKind::DeploymentConfig => custom::write::<custom::DeploymentConfig>(client, key, w, false).await,
     }
@@ -87,8 +88,9 @@ async fn template_patch<K: WorkloadObject>(
     client: &Client,
     key: &WorkloadKey,
     w: &WorkloadWrite<'_>,
-) -> Result<(), kube::Error> {
-    strategic_patch::<K>(client, key, &template_patch_body(w)).await
+) -> Result<Option<i64>, kube::Error> {
+    let url = K::url_path(&(), Some(&key.namespace));
+    patch_for_generation(client, &url, &key.name, &Patch::Strategic(&template_patch_body(w))).await
 }
 
 /// Objects of kind `K` in `namespace` as JSON, so fields newer than this binary's API types survive a
@@ -120,21 +122,22 @@ async fn strategic_patch<K: WorkloadObject>(
     body: &Value,
 ) -> Result<(), kube::Error> {
     let url = K::url_path(&(), Some(&key.namespace));
-    patch_ignoring_response(client, &url, &key.name, &Patch::Strategic(body)).await
+    patch_for_generation(client, &url, &key.name, &Patch::Strategic(body)).await.map(|_| ())
 }
 
-/// PATCHes `name` in the collection at `url` as field manager `reloader`, and does not decode the object the
-/// API server returns: the workload watch delivers it anyway, and decoding a whole workload per reload took
-/// CPU from the cores a small control plane shares with the controller (BENCHMARKS.md, S2).
-pub(super) async fn patch_ignoring_response<P: serde::Serialize + fmt::Debug>(
+/// PATCHes `name` in the collection at `url` as field manager `reloader`, and decodes only the generation of
+/// the object the API server returns (the restart budget: a write that changed no template rolls nothing): the
+/// workload watch delivers the object anyway, and decoding a whole workload per reload took CPU from the cores a
+/// small control plane shares with the controller (BENCHMARKS.md, S2).
+pub(super) async fn patch_for_generation<P: serde::Serialize + fmt::Debug>(
     client: &Client,
     url: &str,
     name: &str,
     patch: &Patch<P>,
-) -> Result<(), kube::Error> {
+) -> Result<Option<i64>, kube::Error> {
     let params = PatchParams { field_manager: Some(FIELD_MANAGER.into()), ..PatchParams::default() };
     let request = kube::core::Request::new(url).patch(name, &params, patch).map_err(kube::Error::BuildRequest)?;
-    crate::client::send_ignoring_response(client, request).await
+    crate::client::send_for_generation(client, request).await
 }
 
 #[cfg(test)]
