@@ -168,8 +168,10 @@ async fn changes_to_several_configs_within_the_window_make_one_rollout() {
         {"configMapRef": {"name": "a"}}, {"configMapRef": {"name": "b"}}, {"configMapRef": {"name": "c"}}]}]});
     Kind::Deployment.create(&ns, "web", auto(), json!({}), spec).await;
     // A quiet period as long as the window: the writes below may be far apart on a loaded machine, and this
-    // test is about the window (tests/coalescing.rs covers the default quiet period with kubectl and helm).
-    let _reloader = Reloader::start(&ns.name, &["--coalesce-window=2s", "--coalesce-quiet=2s"]).await;
+    // test is about the window (tests/coalescing.rs covers the default quiet period with kubectl and helm). 5 s:
+    // three sequential writes take well under a second when idle, and may take seconds on a loaded 2-core CI
+    // machine (issue 27: margins that hold there).
+    let _reloader = Reloader::start(&ns.name, &["--coalesce-window=5s", "--coalesce-quiet=5s"]).await;
     for cm in ["a", "b", "c"] {
         set_configmap_data(&ns, cm, &[("k", "2")]).await;
     }
