@@ -21,6 +21,7 @@ pub mod env;
 pub mod measure;
 pub mod report;
 pub mod scenarios;
+pub mod soak;
 
 use std::path::PathBuf;
 

@@ -84,6 +84,19 @@ impl Index {
         }
     }
 
+    /// Forgets the transitions of a resource gone for good (a kustomize name replaced, a preview namespace
+    /// deleted): nothing will be reloaded for them, and they would keep its namespace's name alive.
+    pub(super) fn forget_changes(&mut self, config: &ConfigKey) {
+        if self.recent.by_config.remove(config).is_some() {
+            self.recent.order.retain(|k| k != config);
+        }
+    }
+
+    /// How many resources keep recent transitions.
+    pub(super) fn recent_changes(&self) -> usize {
+        self.recent.by_config.len()
+    }
+
     /// The keys touched by `config`'s last change, if it led to `current`.
     pub(super) fn last_changed_keys(&self, config: &ConfigKey, current: ContentHash) -> Option<Arc<ChangedKeys>> {
         let last = self.recent.by_config.get(config)?.last()?;

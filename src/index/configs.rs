@@ -74,6 +74,7 @@ impl Index {
                     self.remember_departed(key.clone(), hash, record_hash);
                 }
                 self.forget_pair(key);
+                self.forget_changes(key);
                 was_live
             }
             None => false,

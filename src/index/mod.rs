@@ -175,7 +175,7 @@ impl Index {
 
     /// How many entries each of the index's maps holds (`reloader_index_objects`): flat under churn when every
     /// way out forgets what it should (the soak scenario of `bench`).
-    pub fn map_sizes(&self) -> [(&'static str, usize); 8] {
+    pub fn map_sizes(&self) -> [(&'static str, usize); 10] {
         let (assumed, pending) =
             self.workloads.values().fold((0, 0), |(a, p), w| (a + w.assumed.len(), p + w.pending.len()));
         [
@@ -187,6 +187,8 @@ impl Index {
             ("departed", self.departed.len()),
             ("assumed", assumed),
             ("pending", pending),
+            ("recent_changes", self.recent_changes()),
+            ("key_views", self.views.len()),
         ]
     }
 

@@ -197,16 +197,24 @@ impl Index {
     }
 
     /// Remembers what a successful write put on the object.
+    ///
+    /// The watch may have delivered the write before this runs (its event races the PATCH response): what the
+    /// object already shows is not held as "written, not yet echoed" — no further event would clear it.
     pub fn mark_written(&mut self, key: &WorkloadKey, plan: &WorkloadPlan) {
         if let Some(state) = self.workloads.get_mut(key) {
             state.rejected = None;
             for r in &plan.reloads {
                 let pair = (r.config.kind, r.config.name.clone());
                 state.assumed.insert(pair.clone(), r.hash);
-                state.pending.insert(pair, r.value);
+                if template_record(&state.summary, &pair, None) != Some(r.value) {
+                    state.pending.insert(pair, r.value);
+                }
             }
             if let Some(hashes) = &plan.applied_hashes {
-                state.persisted = Some(hashes.into());
+                let written: crate::workload::HashRecord = hashes.into();
+                if state.summary.applied_hashes != written {
+                    state.persisted = Some(written);
+                }
             }
         }
     }
