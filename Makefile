@@ -76,3 +76,12 @@ CHAOS_CONTROLLER := target/release/reloader --metrics-addr=127.0.0.1:0
 .PHONY: chaos
 chaos: bench-build
 	target/release/chaos --controller-cmd "$(CHAOS_CONTROLLER)" --out target/chaos $(CHAOS_ARGS)
+
+# Soak (issue 27): 10,000 kustomize-style hash-suffixed ConfigMap cycles and 200 preview namespaces churned past
+# the controller; every map of its index must end at its size before the churn, with 0 reloads missed (exit 1
+# otherwise). See BENCHMARKS.md, "Soak". Smaller: make soak SOAK_ARGS="--cycles 1000 --namespaces 20"
+SOAK_ARGS ?=
+
+.PHONY: soak
+soak: bench-build
+	target/release/soak --controller-cmd "$(CHAOS_CONTROLLER)" --out target/soak $(SOAK_ARGS)

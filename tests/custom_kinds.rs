@@ -196,11 +196,12 @@ async fn deployment_configs_are_picked_up_when_their_api_appears() {
         }
     })
     .await;
-    let named = api.get("named").await.expect("get");
-    assert_eq!(
-        env_value(&named, "STAKATER_CFG_CONFIGMAP"),
-        Some(configmap_hash(&[("k", "2")])),
-        "named list, first container"
-    );
+    // Its own write, which may land after legacy's.
+    wait_for("the named-list DeploymentConfig's first container to carry the new hash", RELOAD_WAIT, || async {
+        let named = api.get("named").await.map_err(|e| e.to_string())?;
+        let value = env_value(&named, "STAKATER_CFG_CONFIGMAP");
+        if value == Some(configmap_hash(&[("k", "2")])) { Ok(()) } else { Err(format!("{value:?}")) }
+    })
+    .await;
     let _ = crds.delete(crd_name, &DeleteParams::default()).await;
 }
