@@ -173,7 +173,7 @@ async fn reconcile(ctx: &Context, key: &WorkloadKey, triggered: Trigger) -> Resu
         // `--webhook-url`: notify instead of reloading; level-triggered reconciles must not write either.
         return Ok(false);
     }
-    if !ctx.index().has_workload(key) {
+    if ctx.owed_jobs.may_owe(key) && !ctx.index().has_workload(key) {
         return resume(ctx, key).await;
     }
     let plan = || ctx.index().plan(key, ctx.settings.decisions, ctx.settings.strategy);

@@ -104,7 +104,7 @@ pub(super) async fn write(client: &Client, key: &WorkloadKey, w: &WorkloadWrite<
 /// it created it; `Ok(false)` when nothing was owed, or the old Job still exists (the DELETE never happened:
 /// an ordinary reload does it all again) or a new one does (done): the entry is cleared.
 pub(super) async fn resume(client: &Client, key: &WorkloadKey, store: &OwedJobs) -> Result<bool, kube::Error> {
-    if key.kind != WorkloadKind::Job || !store.enabled() {
+    if !store.may_owe(key) {
         return Ok(false);
     }
     let Some(owed) = store.get(client, key).await? else { return Ok(false) };

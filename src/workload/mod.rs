@@ -8,7 +8,7 @@ mod deployment;
 mod job;
 mod lean;
 mod list;
-pub mod owed_jobs;
+mod owed_jobs;
 mod record;
 pub mod rollout;
 mod statefulset;

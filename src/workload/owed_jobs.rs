@@ -177,6 +177,11 @@ impl OwedJobs {
     pub fn enabled(&self) -> bool {
         self.namespace.is_some()
     }
+
+    /// Whether a recreation may be owed for `key` (a Job, where recreations are recorded).
+    pub fn may_owe(&self, key: &WorkloadKey) -> bool {
+        self.enabled() && key.kind == WorkloadKind::Job
+    }
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ mod binary;
 pub mod chart;
 pub mod csi;
 pub mod custom;
+pub mod proxy;
 pub mod rbac;
 mod receiver;
 pub mod webhook;

@@ -1,0 +1,122 @@
+//! A plain-HTTP proxy between one controller and the test cluster's API server: it forwards every request with
+//! the admin credentials and, once armed, loses the answer to chosen writes — the API server applies them, the
+//! controller gets a 504 instead (a connection dropped after the write was committed, a timed-out load balancer).
+
+use std::{
+    net::SocketAddr,
+    path::{Path, PathBuf},
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
+};
+
+use axum::{Router, body::Body, extract::State, response::Response};
+
+/// The proxy, serving while this lives.
+pub struct LosingProxy {
+    state: Arc<ProxyState>,
+    kubeconfig: PathBuf,
+    server: tokio::task::JoinHandle<()>,
+}
+
+struct ProxyState {
+    client: kube::Client,
+    /// PATCHes whose path ends with this lose their answer, while `to_lose` is above zero.
+    path_suffix: String,
+    to_lose: AtomicUsize,
+    lost: AtomicUsize,
+}
+
+impl LosingProxy {
+    /// Starts the proxy for PATCHes of paths ending in `path_suffix` (disarmed: nothing is lost yet), and writes a
+    /// kubeconfig for it named after `name`.
+    pub async fn start(name: &str, path_suffix: &str) -> Self {
+        let client = testenv::harness::client_without_retries().await;
+        let state = Arc::new(ProxyState {
+            client,
+            path_suffix: path_suffix.to_owned(),
+            to_lose: AtomicUsize::new(0),
+            lost: AtomicUsize::new(0),
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
+        let addr: SocketAddr = listener.local_addr().expect("proxy address");
+        let app = Router::new().fallback(forward).with_state(state.clone());
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        let kubeconfig = std::env::temp_dir().join(format!("reloader-proxy-{name}.kubeconfig"));
+        let text = format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: proxy\n  cluster:\n    server: http://{addr}\nusers:\n\
+             - name: proxy\n  user: {{}}\ncontexts:\n- name: proxy\n  context:\n    cluster: proxy\n    user: proxy\n\
+             current-context: proxy\n"
+        );
+        std::fs::write(&kubeconfig, text).expect("write proxy kubeconfig");
+        Self { state, kubeconfig, server }
+    }
+
+    /// The kubeconfig that points at the proxy.
+    pub fn kubeconfig(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    /// Loses the answers to the next `count` matching PATCHes.
+    pub fn arm(&self, count: usize) {
+        self.state.to_lose.store(count, Ordering::SeqCst);
+    }
+
+    /// Answers lost so far.
+    pub fn lost(&self) -> usize {
+        self.state.lost.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for LosingProxy {
+    fn drop(&mut self) {
+        self.server.abort();
+        let _ = std::fs::remove_file(&self.kubeconfig);
+    }
+}
+
+/// Forwards one request; a matching PATCH, while armed, is applied and answered 504.
+async fn forward(State(state): State<Arc<ProxyState>>, request: axum::extract::Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else { return status(400, "unreadable body") };
+    let mut outgoing = http::Request::builder().method(parts.method.clone()).uri(parts.uri.clone());
+    for (name, value) in &parts.headers {
+        if !matches!(name.as_str(), "host" | "authorization" | "content-length" | "connection") {
+            outgoing = outgoing.header(name, value);
+        }
+    }
+    let Ok(outgoing) = outgoing.body(kube::client::Body::from(bytes.to_vec())) else {
+        return status(400, "unforwardable request");
+    };
+    let lose = parts.method == http::Method::PATCH
+        && parts.uri.path().ends_with(&state.path_suffix)
+        && state.to_lose.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok();
+    let answer = match state.client.send(outgoing).await {
+        Ok(answer) => answer,
+        Err(e) => return status(502, &format!("proxy: {e}")),
+    };
+    if lose {
+        // Read the whole answer (the write is applied and answered), then lose it.
+        let (_, body) = answer.into_parts();
+        let _ = axum::body::to_bytes(Body::new(body), usize::MAX).await;
+        state.lost.fetch_add(1, Ordering::SeqCst);
+        return status(504, "the test proxy lost the API server's answer");
+    }
+    let (mut parts, body) = answer.into_parts();
+    parts.headers.remove(http::header::CONTENT_LENGTH);
+    parts.headers.remove(http::header::TRANSFER_ENCODING);
+    Response::from_parts(parts, Body::new(body))
+}
+
+fn status(code: u16, message: &str) -> Response {
+    let body = serde_json::json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message,
+                                  "reason": "Timeout", "code": code});
+    Response::builder()
+        .status(code)
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .body(Body::from(body.to_string()))
+        .unwrap_or_default()
+}
