@@ -49,6 +49,9 @@ pub struct Health {
     bound: Duration,
     /// Failing watch sources, by name (e.g. `deployments.apps in shop`).
     failing: Mutex<BTreeMap<String, SourceFailure>>,
+    /// Where the restart-safety record may not be written (`cronjobs.batch in shop`): the reason, and until when
+    /// it stands (the record is tried again after that).
+    records_refused: Mutex<BTreeMap<String, (String, Instant)>>,
 }
 
 impl Default for Health {
@@ -60,7 +63,13 @@ impl Default for Health {
 impl Health {
     /// Health whose failing sources count after `bound` (tests use short bounds).
     pub fn with_bound(bound: Duration) -> Self {
-        Self { synced: AtomicBool::new(false), live: AtomicBool::new(true), bound, failing: Mutex::default() }
+        Self {
+            synced: AtomicBool::new(false),
+            live: AtomicBool::new(true),
+            bound,
+            failing: Mutex::default(),
+            records_refused: Mutex::default(),
+        }
     }
 
     fn failing(&self) -> MutexGuard<'_, BTreeMap<String, SourceFailure>> {
@@ -91,6 +100,15 @@ impl Health {
     /// A watch source delivered again. Returns true when it had been failing.
     pub fn source_recovered(&self, source: &str) -> bool {
         self.failing().remove(source).is_some()
+    }
+
+    /// The restart-safety record may not be written on `what` (a kind in a namespace) until `until`: reloads go
+    /// on, but a change made while the controller is down is not applied there at its restart. Reported in
+    /// `/readyz`'s body as degraded, never as not ready.
+    pub fn record_refused(&self, what: &str, reason: &str, until: Instant) {
+        let mut refused = self.records_refused.lock().unwrap_or_else(PoisonError::into_inner);
+        refused.retain(|_, (_, until)| *until > Instant::now());
+        refused.insert(what.to_owned(), (reason.to_owned(), until));
     }
 
     /// Marks the process not live (upstream v1: after losing leadership, so the kubelet restarts it).
@@ -126,10 +144,20 @@ impl Health {
         if !core.is_empty() {
             return Err(format!("watches failing for more than {:?} (reloads elsewhere go on):\n{core}", self.bound));
         }
+        let mut body = "ok".to_owned();
         if !optional.is_empty() {
-            return Ok(format!("ok\ndegraded (reloads go on): not watched:\n{optional}"));
+            body.push_str(&format!("\ndegraded (reloads go on): not watched:\n{optional}"));
         }
-        Ok("ok".to_owned())
+        let refused = self.records_refused.lock().unwrap_or_else(PoisonError::into_inner);
+        let refused: Vec<String> =
+            refused.iter().filter(|(_, (_, until))| *until > now).map(|(w, (r, _))| format!("{w}: {r}")).collect();
+        if !refused.is_empty() {
+            body.push_str(&format!(
+                "\ndegraded (reloads go on): restart-safety record not written:\n{}",
+                refused.join("\n")
+            ));
+        }
+        Ok(body)
     }
 }
 
@@ -249,5 +277,21 @@ mod tests {
         }
         let body = h.readiness(now).expect("ready");
         assert!(body.contains("degraded") && body.contains("deploymentconfigs.apps.openshift.io: forbidden"), "{body}");
+    }
+
+    /// Issue 27: record-less mode (no `patch` on a kind: upstream v1's RBAC on CronJobs) is degraded, not down.
+    #[test]
+    fn a_refused_record_is_reported_while_it_stands_and_stays_ready() {
+        let h = Health::with_bound(Duration::ZERO);
+        h.set_synced();
+        let now = Instant::now();
+        h.record_refused("cronjobs.batch in shop", "no patch permission", now + Duration::from_secs(600));
+        assert_eq!(
+            h.readiness(now),
+            Ok("ok\ndegraded (reloads go on): restart-safety record not written:\n\
+                cronjobs.batch in shop: no patch permission"
+                .to_owned())
+        );
+        assert_eq!(h.readiness(now + Duration::from_secs(601)), Ok("ok".to_owned()), "tried again after that");
     }
 }

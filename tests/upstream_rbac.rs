@@ -117,19 +117,40 @@ async fn readiness_stays_ok_under_upstreams_rbac_and_names_what_is_degraded() {
     let ns = TestNamespace::create("upstream-rbac-ready").await;
     let kubeconfig = service_account_with_rules(&ns, "reloader-ready", upstream_v1_rules(), Scope::Cluster).await;
     let kubeconfig = kubeconfig.to_string_lossy().into_owned();
+    // A CronJob: upstream's RBAC grants no `patch` on them, so its restart-safety record is refused.
+    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
+    let cronjob: k8s_openapi::api::batch::v1::CronJob = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "nightly", "annotations": {"reloader.stakater.com/auto": "true"}},
+        "spec": {"schedule": "0 3 * * *", "jobTemplate": {"spec": {"template": {"spec": {"restartPolicy": "Never",
+            "containers": [{"name": "main", "image": "x", "envFrom": [{"configMapRef": {"name": "cfg"}}]}]}}}}}
+    }))
+    .expect("cronjob");
+    ns.api::<k8s_openapi::api::batch::v1::CronJob>()
+        .create(&kube::api::PostParams::default(), &cronjob)
+        .await
+        .expect("create cronjob");
     let reloader = Reloader::start_with_env(&ns.name, &[], &[("KUBECONFIG", kubeconfig.as_str())]).await;
     reloader.wait_log("listing deployments.apps in a changed resource's namespace").await;
     let base = reloader.http_base().await;
+    // CronJobs may not be watched either: a change in the namespace lists them, and the reload writes its record.
+    set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
+    reloader.wait_log("no patch permission on cronjobs.batch").await;
     // The watch failures count once they have lasted the bound (60 s) with 3 errors or more; until the body names
     // them, every answer must already be 200.
     let body =
         wait_for("/readyz to name the listed kinds as degraded", std::time::Duration::from_secs(180), || async {
             let (status, body) = http_get(&base, "/readyz").await;
             assert_eq!(status, 200, "/readyz under upstream's RBAC: {body}");
-            if body.contains("degraded") && body.contains("deployments.apps") { Ok(body) } else { Err(body) }
+            let record = format!("cronjobs.batch in {}: no patch permission", ns.name);
+            if body.contains("degraded") && body.contains("deployments.apps") && body.contains(&record) {
+                Ok(body)
+            } else {
+                Err(body)
+            }
         })
         .await;
     assert!(body.starts_with("ok"), "{body}");
+    assert!(body.contains("restart-safety record not written"), "{body}");
     drop(reloader);
     delete_cluster_role(&ns, "reloader-ready").await;
 }

@@ -287,8 +287,13 @@ async fn write_plan(
         };
         if code == 403 && result.is_ok() {
             // Only the record was refused: the kind may not be patched here. It is tried again after a while (a Role
-            // fixed later); reloads are not affected either way.
-            if ctx.record_refusals.note(key.kind, &key.namespace, Instant::now()) {
+            // fixed later); reloads are not affected either way. Degraded, not down: a log line once, the
+            // counter, and `/readyz`'s body while it stands.
+            let now = Instant::now();
+            ctx.metrics.errors.with_label_values(&["record_refused"]).inc();
+            let what = format!("{} in {}", key.kind.api_resource(), key.namespace);
+            ctx.health.record_refused(&what, "no patch permission", now + super::record_refusals::RECHECK);
+            if ctx.record_refusals.note(key.kind, &key.namespace, now) {
                 warn!(kind = %key.kind, namespace = %key.namespace, "no patch permission on {} in namespace {}: the \
                       restart-safety record is not written there (tried again every {} minutes), so a change made \
                       while the controller is down is not applied to {} workloads that were never reloaded \
