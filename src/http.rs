@@ -49,9 +49,10 @@ pub struct Health {
     bound: Duration,
     /// Failing watch sources, by name (e.g. `deployments.apps in shop`).
     failing: Mutex<BTreeMap<String, SourceFailure>>,
-    /// Where the restart-safety record may not be written (`cronjobs.batch in shop`): the reason, and until when
-    /// it stands (the record is tried again after that).
-    records_refused: Mutex<BTreeMap<String, (String, Instant)>>,
+    /// Kinds and namespaces where the restart-safety record may not be written: reloads go on, but a change made
+    /// while the controller is down is not applied there at its restart. Reported in `/readyz`'s body as
+    /// degraded, never as not ready.
+    pub records_refused: crate::record_refusals::RecordRefusals,
 }
 
 impl Default for Health {
@@ -68,7 +69,7 @@ impl Health {
             live: AtomicBool::new(true),
             bound,
             failing: Mutex::default(),
-            records_refused: Mutex::default(),
+            records_refused: Default::default(),
         }
     }
 
@@ -100,15 +101,6 @@ impl Health {
     /// A watch source delivered again. Returns true when it had been failing.
     pub fn source_recovered(&self, source: &str) -> bool {
         self.failing().remove(source).is_some()
-    }
-
-    /// The restart-safety record may not be written on `what` (a kind in a namespace) until `until`: reloads go
-    /// on, but a change made while the controller is down is not applied there at its restart. Reported in
-    /// `/readyz`'s body as degraded, never as not ready.
-    pub fn record_refused(&self, what: &str, reason: &str, until: Instant) {
-        let mut refused = self.records_refused.lock().unwrap_or_else(PoisonError::into_inner);
-        refused.retain(|_, (_, until)| *until > Instant::now());
-        refused.insert(what.to_owned(), (reason.to_owned(), until));
     }
 
     /// Marks the process not live (upstream v1: after losing leadership, so the kubelet restarts it).
@@ -148,9 +140,9 @@ impl Health {
         if !optional.is_empty() {
             body.push_str(&format!("\ndegraded (reloads go on): not watched:\n{optional}"));
         }
-        let refused = self.records_refused.lock().unwrap_or_else(PoisonError::into_inner);
+        let refused = self.records_refused.standing(now);
         let refused: Vec<String> =
-            refused.iter().filter(|(_, (_, until))| *until > now).map(|(w, (r, _))| format!("{w}: {r}")).collect();
+            refused.iter().map(|(kind, ns)| format!("{} in {ns}: no patch permission", kind.api_resource())).collect();
         if !refused.is_empty() {
             body.push_str(&format!(
                 "\ndegraded (reloads go on): restart-safety record not written:\n{}",
@@ -285,7 +277,7 @@ mod tests {
         let h = Health::with_bound(Duration::ZERO);
         h.set_synced();
         let now = Instant::now();
-        h.record_refused("cronjobs.batch in shop", "no patch permission", now + Duration::from_secs(600));
+        h.records_refused.note(crate::keys::WorkloadKind::CronJob, &"shop".into(), now);
         assert_eq!(
             h.readiness(now),
             Ok("ok\ndegraded (reloads go on): restart-safety record not written:\n\

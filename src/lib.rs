@@ -59,6 +59,7 @@ pub mod metainfo;
 pub mod metrics;
 pub mod pause;
 pub mod ratelimit;
+pub mod record_refusals;
 pub mod references;
 pub mod resource;
 pub mod selector;

@@ -15,7 +15,6 @@ mod observer;
 mod queue;
 mod read_views;
 mod reconcile;
-mod record_refusals;
 mod settings;
 mod streams;
 mod translate;
@@ -71,8 +70,6 @@ struct Context {
     alerter: Option<Alerter>,
     /// `--webhook-url`: POST instead of reloading ([`Context::webhook`]).
     webhook_sender: Option<Alerter>,
-    /// Kinds and namespaces the controller may not patch records onto (upstream v1's RBAC: CronJobs, Jobs).
-    record_refusals: record_refusals::RecordRefusals,
     /// Workload writes per second (`--kube-api-qps`, `--kube-api-burst`).
     limiter: Option<crate::ratelimit::RateLimiter>,
     /// Job recreations owed, kept in the cluster (`crate::workload::owed_jobs`).
@@ -184,7 +181,6 @@ pub async fn run(
         event_sink: Some(event_sink),
         alerter,
         webhook_sender,
-        record_refusals: Default::default(),
         limiter,
         owed_jobs,
     });

@@ -249,7 +249,7 @@ impl Observer {
                     seen.workloads.insert(key.clone());
                 }
                 let (rollout, generation) = (summary.rollout, summary.generation);
-                let rollout_before = index.rollout_state(&key);
+                let rollout_before = index.rollout(&key).map(|(state, _)| state);
                 let update = index.upsert_workload(key.clone(), *summary, baseline);
                 self.update_gauges(&index);
                 let uid = index.workload_uid(&key);

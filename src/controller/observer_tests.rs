@@ -77,7 +77,6 @@ fn context_with(
         event_sink: None,
         alerter: None,
         webhook_sender: None,
-        record_refusals: Default::default(),
         limiter,
         owed_jobs: Default::default(),
     })

@@ -222,7 +222,7 @@ async fn write_plan(
         PauseAction::None | PauseAction::ResumeIn(_) => None,
         action => Some((ctx.settings.keys.paused_at.as_str(), action)),
     };
-    if ctx.record_refusals.refused(key.kind, &key.namespace, Instant::now()) {
+    if ctx.health.records_refused.refused(key.kind, &key.namespace, Instant::now()) {
         plan.applied_hashes = None;
     }
     if plan.is_empty() && pause.is_none() {
@@ -289,16 +289,13 @@ async fn write_plan(
             // Only the record was refused: the kind may not be patched here. It is tried again after a while (a Role
             // fixed later); reloads are not affected either way. Degraded, not down: a log line once, the
             // counter, and `/readyz`'s body while it stands.
-            let now = Instant::now();
             ctx.metrics.errors.with_label_values(&["record_refused"]).inc();
-            let what = format!("{} in {}", key.kind.api_resource(), key.namespace);
-            ctx.health.record_refused(&what, "no patch permission", now + super::record_refusals::RECHECK);
-            if ctx.record_refusals.note(key.kind, &key.namespace, now) {
+            if ctx.health.records_refused.note(key.kind, &key.namespace, Instant::now()) {
                 warn!(kind = %key.kind, namespace = %key.namespace, "no patch permission on {} in namespace {}: the \
                       restart-safety record is not written there (tried again every {} minutes), so a change made \
                       while the controller is down is not applied to {} workloads that were never reloaded \
                       ({message})", key.kind.api_resource(), key.namespace,
-                      super::record_refusals::RECHECK.as_secs() / 60, key.kind);
+                      crate::record_refusals::RECHECK.as_secs() / 60, key.kind);
             } else {
                 debug!(kind = %key.kind, namespace = %key.namespace, "the restart-safety record is still refused");
             }

@@ -35,11 +35,6 @@ impl Index {
         self.namespace_windows.retain(|ns, _| namespaces.contains(ns));
     }
 
-    /// Its rollout, as its status last said.
-    pub fn rollout_state(&self, key: &WorkloadKey) -> Option<crate::workload::RolloutState> {
-        self.workloads.get(key).map(|s| s.summary.rollout)
-    }
-
     /// Its rollout and the generation it is of, as its status last said.
     pub fn rollout(&self, key: &WorkloadKey) -> Option<(crate::workload::RolloutState, i64)> {
         self.workloads.get(key).map(|s| (s.summary.rollout, s.summary.generation))

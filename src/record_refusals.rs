@@ -1,6 +1,7 @@
 //! Kinds and namespaces where the `applied-hashes` record may not be patched (upstream v1's RBAC grants no
 //! `patch` on CronJobs and Jobs). A refusal stands for [`RECHECK`]; then the record is tried again with the next
-//! write there, so a Role fixed later is seen without a restart. Reloads never depend on it.
+//! write there, so a Role fixed later is seen without a restart. Reloads never depend on it. Kept in
+//! [`crate::http::Health`]: the same refusals that skip the record are what `/readyz` reports as degraded.
 
 use std::{
     collections::HashMap,
@@ -8,7 +9,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use crate::workload::WorkloadKind;
+use crate::keys::WorkloadKind;
 
 /// How long a refused record write stands before the record is tried again.
 pub const RECHECK: Duration = Duration::from_secs(10 * 60);
@@ -22,6 +23,13 @@ impl RecordRefusals {
     pub fn refused(&self, kind: WorkloadKind, namespace: &Arc<str>, now: Instant) -> bool {
         let refusals = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         refusals.get(&(kind, namespace.clone())).is_some_and(|since| now.duration_since(*since) < RECHECK)
+    }
+
+    /// The refusals standing at `now`, by kind and namespace.
+    pub fn standing(&self, now: Instant) -> Vec<(WorkloadKind, Arc<str>)> {
+        let refusals = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let standing = refusals.iter().filter(|(_, since)| now.duration_since(**since) < RECHECK);
+        standing.map(|(key, _)| key.clone()).collect()
     }
 
     /// Notes a refusal at `now`; true the first time for this kind and namespace (when a user must be told).
