@@ -154,17 +154,8 @@ async fn a_job_whose_recreation_would_be_refused_is_kept_until_it_can_be_recreat
     assert_eq!(kept, Some(old_uid.clone()), "the Job was deleted although its recreation is refused");
 
     drop(webhook);
-    let recreated = wait_for("the Job recreated with the new hash", RELOAD_WAIT, || async {
-        let j = jobs.get("migrate").await.map_err(|e| e.to_string())?;
-        if j.uid() == old_uid { Err("still the old Job".into()) } else { Ok(j) }
-    })
-    .await;
-    assert_carries_hash(&recreated, "k", "2");
-    holds_for("one recreation", QUIET_PERIOD, || async {
-        let uid = jobs.get("migrate").await.map_err(|e| e.to_string())?.uid();
-        if uid == recreated.uid() { Ok(()) } else { Err(format!("recreated again: {uid:?}")) }
-    })
-    .await;
+    let recreated = wait_recreated(&jobs, &old_uid).await;
+    holds_one_recreation(&jobs, &recreated).await;
     assert_eq!(reloader.count_log("updated 'migrate'"), 1, "{:#?}", reloader.logs());
 }
 
@@ -172,6 +163,35 @@ async fn a_job_whose_recreation_would_be_refused_is_kept_until_it_can_be_recreat
 async fn owed_entries(ns: &TestNamespace) -> Vec<String> {
     let secret = api::<k8s_openapi::api::core::v1::Secret>(ns).get_opt("reloader-owed-jobs").await.expect("get");
     secret.and_then(|s| s.data).map(|d| d.into_keys().collect()).unwrap_or_default()
+}
+
+/// Waits for Job `migrate` to exist again under another UID than `old_uid`, carrying `cfg`'s new hash.
+async fn wait_recreated(jobs: &Api<Job>, old_uid: &Option<String>) -> Job {
+    let recreated = wait_for("the Job recreated with the new hash", RELOAD_WAIT, || async {
+        let j = jobs.get_opt("migrate").await.map_err(|e| e.to_string())?.ok_or("no Job 'migrate'")?;
+        if j.uid() == *old_uid { Err("still the old Job".into()) } else { Ok(j) }
+    })
+    .await;
+    assert_carries_hash(&recreated, "k", "2");
+    recreated
+}
+
+/// `recreated` stays the Job for [`QUIET_PERIOD`]: one recreation, not two.
+async fn holds_one_recreation(jobs: &Api<Job>, recreated: &Job) {
+    holds_for("one recreation", QUIET_PERIOD, || async {
+        let uid = jobs.get("migrate").await.map_err(|e| e.to_string())?.uid();
+        if uid == recreated.uid() { Ok(()) } else { Err(format!("recreated again: {uid:?}")) }
+    })
+    .await;
+}
+
+/// Waits until nothing is owed any more in `ns`.
+async fn wait_owed_cleared(ns: &TestNamespace) {
+    wait_for("the owed entry cleared", RELOAD_WAIT, || async {
+        let entries = owed_entries(ns).await;
+        if entries.is_empty() { Ok(()) } else { Err(format!("{entries:?}")) }
+    })
+    .await;
 }
 
 /// Issue 27, finding 1: a controller killed between deleting a Job for a reload and creating it again must not
@@ -201,22 +221,9 @@ async fn a_job_deleted_for_a_reload_is_created_by_the_next_controller_after_a_cr
 
     drop(webhook);
     let second = Reloader::start_with_env(&ns.name, &[], &own_namespace).await;
-    let recreated = wait_for("the Job created by the next controller", RELOAD_WAIT, || async {
-        let j = jobs.get_opt("migrate").await.map_err(|e| e.to_string())?.ok_or("no Job 'migrate'")?;
-        if j.uid() == old_uid { Err("still the old Job".into()) } else { Ok(j) }
-    })
-    .await;
-    assert_carries_hash(&recreated, "k", "2");
-    wait_for("the owed entry cleared", RELOAD_WAIT, || async {
-        let entries = owed_entries(&ns).await;
-        if entries.is_empty() { Ok(()) } else { Err(format!("{entries:?}")) }
-    })
-    .await;
-    holds_for("one recreation", QUIET_PERIOD, || async {
-        let uid = jobs.get("migrate").await.map_err(|e| e.to_string())?.uid();
-        if uid == recreated.uid() { Ok(()) } else { Err(format!("recreated again: {uid:?}")) }
-    })
-    .await;
+    let recreated = wait_recreated(&jobs, &old_uid).await;
+    wait_owed_cleared(&ns).await;
+    holds_one_recreation(&jobs, &recreated).await;
     assert_eq!(second.count_log("created Job 'migrate' in namespace"), 1, "{:#?}", second.logs());
 }
 
@@ -242,17 +249,8 @@ async fn a_job_whose_create_fails_for_longer_than_one_write_is_created_when_it_c
     assert!(jobs.get_opt("migrate").await.expect("get").is_none(), "the Job was deleted for the reload");
 
     drop(webhook);
-    let recreated = wait_for("the Job created once creates succeed", RELOAD_WAIT, || async {
-        let j = jobs.get_opt("migrate").await.map_err(|e| e.to_string())?.ok_or("no Job 'migrate'")?;
-        if j.uid() == old_uid { Err("still the old Job".into()) } else { Ok(j) }
-    })
-    .await;
-    assert_carries_hash(&recreated, "k", "2");
-    wait_for("the owed entry cleared", RELOAD_WAIT, || async {
-        let entries = owed_entries(&ns).await;
-        if entries.is_empty() { Ok(()) } else { Err(format!("{entries:?}")) }
-    })
-    .await;
+    wait_recreated(&jobs, &old_uid).await;
+    wait_owed_cleared(&ns).await;
 }
 
 #[tokio::test]

@@ -1,6 +1,20 @@
-//! Command-line helpers shared by the `bench` and `chaos` binaries.
+//! Command-line helpers shared by the `bench`, `chaos` and `soak` binaries.
 
-use std::{path::PathBuf, time::Duration};
+use std::{future::Future, path::PathBuf, process::ExitCode, time::Duration};
+
+/// Runs a tool's `main_async` on the tools' runtime: exit status 0 when it reports success, 1 when it ran but
+/// found a failure (a missed reload, a run not clean), and the error printed with status 1 otherwise.
+pub fn run_tool<F: Future<Output = anyhow::Result<bool>>>(name: &str, main: F) -> ExitCode {
+    let Some(rt) = testenv::tool_runtime(name) else { return ExitCode::FAILURE };
+    match rt.block_on(main) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("{name}: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
 
 /// Parses `10s`, `500ms`, `2m` or a plain number of seconds.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {

@@ -41,6 +41,27 @@ impl ControllerSpec {
     }
 }
 
+impl ControllerSpec {
+    /// Fails when the program is a path that does not exist (a bare name is looked up in `PATH` by the OS).
+    pub fn ensure_built(&self) -> Result<(), Error> {
+        let is_path = self.program.components().count() > 1;
+        if is_path && !self.program.exists() {
+            return Err(Error::Invalid(format!(
+                "{} does not exist (build it first: make bench-build)",
+                self.program.display()
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The `host:port` of a controller's metrics server, from its startup line in `log`.
+pub fn metrics_addr_in(log: &str) -> Option<String> {
+    let line = log.lines().find(|l| l.contains("serving /metrics"))?;
+    let addr = line.rsplit(" on ").next()?.split_whitespace().next()?;
+    Some(addr.to_owned())
+}
+
 /// A running controller process.
 pub struct Running {
     child: Child,

@@ -74,15 +74,7 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    let Some(rt) = testenv::tool_runtime("bench") else { return ExitCode::FAILURE };
-    match rt.block_on(main_async(Args::parse())) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::from(1),
-        Err(e) => {
-            eprintln!("bench: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
+    bench::cli::run_tool("bench", main_async(Args::parse()))
 }
 
 async fn main_async(args: Args) -> anyhow::Result<bool> {
@@ -92,13 +84,7 @@ async fn main_async(args: Args) -> anyhow::Result<bool> {
         controllers.push(ControllerSpec::parse(&args.baseline_label, cmd)?);
     }
     for c in &controllers {
-        // A bare name (`env`) is looked up in PATH by the OS; a path must exist.
-        let is_path = c.program.components().count() > 1;
-        anyhow::ensure!(
-            !is_path || c.program.exists(),
-            "{} does not exist (build it first: make bench-build)",
-            c.program.display()
-        );
+        c.ensure_built()?;
     }
     std::fs::create_dir_all(&args.out).with_context(|| args.out.display().to_string())?;
     let mut env = match &args.kubeconfig {

@@ -202,10 +202,7 @@ async fn settled_sizes(addr: &str, timeout: Duration) -> BTreeMap<String, f64> {
 async fn metrics_addr(log: &std::path::Path) -> Result<String, Error> {
     for _ in 0..300 {
         let text = std::fs::read_to_string(log).unwrap_or_default();
-        let addr = text.lines().find(|l| l.contains("serving /metrics")).and_then(|line| {
-            Some(line.rsplit(" on ").next()?.split_whitespace().next()?.trim_end_matches('"').to_owned())
-        });
-        if let Some(addr) = addr {
+        if let Some(addr) = crate::controller::metrics_addr_in(&text) {
             return Ok(addr);
         }
         tokio::time::sleep(Duration::from_millis(100)).await;

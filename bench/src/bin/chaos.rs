@@ -55,26 +55,14 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    let Some(rt) = testenv::tool_runtime("chaos") else { return ExitCode::FAILURE };
-    match rt.block_on(main_async(Args::parse())) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::from(1),
-        Err(e) => {
-            eprintln!("chaos: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
+    bench::cli::run_tool("chaos", main_async(Args::parse()))
 }
 
 async fn main_async(args: Args) -> anyhow::Result<bool> {
     let faults = Fault::parse_list(&args.faults)?;
     let strategies = Strategy::parse_list(&args.strategies)?;
     let spec = ControllerSpec::parse("ours", &args.controller_cmd)?;
-    anyhow::ensure!(
-        spec.program.components().count() <= 1 || spec.program.exists(),
-        "{} does not exist (build it first: make bench-build)",
-        spec.program.display()
-    );
+    spec.ensure_built()?;
     let opts = ChaosOptions { burst: args.burst, quiet: args.quiet, seed: args.seed, ..ChaosOptions::default() };
     std::fs::create_dir_all(&args.out).with_context(|| args.out.display().to_string())?;
     let mut env = match &args.kubeconfig {

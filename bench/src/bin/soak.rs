@@ -48,24 +48,13 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    let Some(rt) = testenv::tool_runtime("soak") else { return ExitCode::FAILURE };
-    match rt.block_on(main_async(Args::parse())) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::from(1),
-        Err(e) => {
-            eprintln!("soak: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
+    bench::cli::run_tool("soak", main_async(Args::parse()))
 }
 
 async fn main_async(args: Args) -> anyhow::Result<bool> {
     let spec = ControllerSpec::parse("ours", &args.controller_cmd)?;
-    anyhow::ensure!(
-        spec.program.components().count() <= 1 || spec.program.exists(),
-        "{} does not exist (build it first: make bench-build)",
-        spec.program.display()
-    );
+    spec.ensure_built()?;
+    anyhow::ensure!(args.workloads > 0, "--workloads must be at least 1 (the cycles rotate over them)");
     std::fs::create_dir_all(&args.out).with_context(|| args.out.display().to_string())?;
     let plane = LocalPlane { nodes: 2, renice_reactors: true, apiserver_args: Vec::new(), rollouts: args.rollouts };
     let mut env = BenchEnv::local(workspace_target(), args.out.clone(), &plane).await?;

@@ -161,10 +161,7 @@ impl Controllers {
     /// `host:port` of replica `i`'s metrics server (from its startup line), when running.
     pub fn metrics_addr(&self, i: usize) -> Option<String> {
         self.replicas[i].running.as_ref()?;
-        let log = self.current_log(i);
-        let line = log.lines().find(|l| l.contains("serving /metrics"))?;
-        let addr = line.rsplit(" on ").next()?.split_whitespace().next()?;
-        Some(addr.to_owned())
+        crate::controller::metrics_addr_in(&self.current_log(i))
     }
 
     /// Log files, for the report.
