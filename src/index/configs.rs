@@ -48,7 +48,7 @@ impl Index {
             let pair = (key.kind, key.name.clone());
             for w in self.candidates(&key) {
                 if let Some(state) = self.workloads.get_mut(&w) {
-                    state.assumed.insert(pair.clone(), baseline.hash(facts.hash));
+                    state.baselines.insert(pair.clone(), baseline.hash(facts.hash));
                 }
             }
         }
@@ -92,9 +92,9 @@ impl Index {
         }
     }
 
-    /// Whether `recorded` is a record value sealed for `hash` under an earlier incarnation of `key`.
-    pub(super) fn departed_vouches(&self, key: &ConfigKey, hash: ContentHash, recorded: ContentHash) -> bool {
-        self.departed.get(key) == Some(&(hash, recorded))
+    /// The record value sealed for `hash` under an earlier incarnation of `key` (a deleted Secret re-created).
+    pub(super) fn departed_record(&self, key: &ConfigKey, hash: ContentHash) -> Option<ContentHash> {
+        self.departed.get(key).filter(|(departed, _)| *departed == hash).map(|(_, sealed)| *sealed)
     }
 
     /// Keys of the resources of `kind` (in `namespace`, if given) — for pruning after a relist.

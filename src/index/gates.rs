@@ -5,7 +5,7 @@
 
 use std::collections::HashSet;
 
-use super::{ConfigKey, Index, PlannedReload, WorkloadState, decide_pair, plan::template_record};
+use super::{ConfigKey, Index, PlannedReload, WorkloadState, applied, decide_pair};
 use crate::{
     decision::{DecisionSettings, ReloadDecision},
     gates::{Change, Peer, hold_id},
@@ -87,26 +87,13 @@ impl Index {
             .collect()
     }
 
-    /// Whether a workload was last rolled (or recorded) with `config`'s current content, whole or the view of
-    /// the keys it reads, in any of the forms a plan recognises. Nothing known counts as current: a workload the
-    /// index knows nothing about must not block a wave.
+    /// Whether a workload was last rolled (or recorded) with `config`'s current content, as a plan compares it.
+    /// Nothing known counts as current: a workload the index knows nothing about must not block a wave.
     fn runs_current(&self, state: &WorkloadState, config: &ConfigKey) -> bool {
         let Some(facts) = self.configs.get(config).map(|e| &e.facts) else { return true };
-        let pair = (config.kind, config.name.clone());
-        let applied = state
-            .pending
-            .get(&pair)
-            .or_else(|| state.persisted.as_ref().unwrap_or(&state.summary.applied_hashes).get(&pair))
-            .copied()
-            .or_else(|| template_record(&state.summary, &pair, None))
-            .or_else(|| state.assumed.get(&pair).copied());
-        let Some(h) = applied else { return true };
-        let key = self.hash_key.as_ref();
-        let forms = |plain: crate::hash::ContentHash, sealed| {
-            h == plain || h == sealed || key.is_some_and(|k| h == plain.sealed(k.bytes()))
-        };
-        forms(facts.hash, facts.record_hash)
-            || self.views.get(config).into_iter().flatten().any(|v| forms(v.hash, v.record_hash))
+        let reading = self.reading(state, config, facts);
+        let forms = self.current_forms(state, config, facts, &reading);
+        applied::applied(state, &(config.kind, config.name.clone()), None).is_none_or(|h| forms.contains(h))
     }
 }
 

@@ -3,12 +3,10 @@
 //! Reverse maps find the workloads a change may concern without scanning every workload.
 //!
 //! "Applied" is level-triggered (design.md): a workload is reloaded for a resource when the hash it was last
-//! rolled with differs from the resource's current hash. That hash is, in order: one we wrote and have not
-//! yet seen echoed by the watch (`pending`), the `applied-hashes` record on the workload's metadata (written
-//! with every reload, when a workload is first seen, and while it opts out, so restarts know it too), the
-//! `STAKATER_*` env var / `last-reloaded-from` record on the pod template (upstream's), or an in-memory
-//! baseline (`assumed`).
+//! rolled with differs from the resource's current hash. Where that hash comes from — the `applied-hashes`
+//! record on the object, and what memory adds to it — is [`applied`]'s header.
 
+mod applied;
 mod changes;
 mod configs;
 mod gates;
@@ -176,8 +174,8 @@ impl Index {
     /// How many entries each of the index's maps holds (`reloader_index_objects`): flat under churn when every
     /// way out forgets what it should (the soak scenario of `bench`).
     pub fn map_sizes(&self) -> [(&'static str, usize); 10] {
-        let (assumed, pending) =
-            self.workloads.values().fold((0, 0), |(a, p), w| (a + w.assumed.len(), p + w.pending.len()));
+        let (baselines, unechoed) =
+            self.workloads.values().fold((0, 0), |(b, u), w| (b + w.baselines.len(), u + w.unechoed.len()));
         [
             ("resources", self.configs.len()),
             ("workloads", self.workloads.len()),
@@ -185,8 +183,8 @@ impl Index {
             ("named_list_namespaces", self.with_named_lists.len()),
             ("namespaces", self.namespaces.len()),
             ("departed", self.departed.len()),
-            ("assumed", assumed),
-            ("pending", pending),
+            ("baselines", baselines),
+            ("unechoed", unechoed),
             ("recent_changes", self.recent_changes()),
             ("key_views", self.views.len()),
         ]

@@ -3,7 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use super::{ConfigFacts, ConfigKey, Index, Pair, WorkloadState};
+use super::{
+    ConfigFacts, ConfigKey, Index, Pair,
+    applied::{applied, has_record, is_form, template_record},
+};
 use crate::{
     constants::APPLIED_HASHES_BUDGET,
     decision::{DecisionSettings, ReloadDecision, ReloadReason, ResourceFacts, SkipReason, WorkloadFacts, decide},
@@ -96,49 +99,33 @@ impl Index {
                     // Opted out (resource ignored, workload excluded, `auto: "false"`…): a change made now is
                     // never to be applied, not even later when it opts back in. Where the object records a hash
                     // for the resource, the record follows the content (a metadata write, no rollout).
-                    if has_record(s, &pair) || state.persisted.as_ref().is_some_and(|p| p.contains_key(&pair)) {
+                    if has_record(s, &pair) || state.unechoed.record(s).contains_key(&pair) {
                         record.insert(pair.clone(), facts.record_hash);
                     }
                     baselines.push((pair, facts.hash));
                 }
                 ReloadDecision::Reload { container, reason } => {
                     // Key-level: the consumed keys' view stands for the content (its hash is compared, written
-                    // and recorded). A view of them is also recognised when the workload has just opted out.
-                    let consumed = s.uses.iter().find(|u| u.kind == config.kind && u.name == config.name);
-                    let consumed = consumed.and_then(|u| u.keys.as_ref());
-                    let view = consumed.and_then(|k| self.views.get(&config)?.iter().find(|v| v.keys == *k));
-                    let key_level = consumed.is_some() && self.key_level(s) && !facts.deleted;
-                    if key_level && view.is_none() {
+                    // and recorded).
+                    let reading = self.reading(state, &config, facts);
+                    if reading.key_level && reading.view.is_none() {
                         views_needed.push(config);
-                        if let Some(h) = state.persisted.as_ref().unwrap_or(&s.applied_hashes).get(&pair) {
+                        if let Some(h) = state.unechoed.record(s).get(&pair) {
                             record.insert(pair, *h);
                         }
                         continue;
                     }
-                    let (hash, record_hash) = match view.filter(|_| key_level) {
+                    let (hash, record_hash) = match reading.view.filter(|_| reading.key_level) {
                         Some(v) => (v.hash, v.record_hash),
                         None => (facts.hash, facts.record_hash),
                     };
                     let key = self.hash_key.as_ref().filter(|_| config.kind == ConfigKind::Secret && !facts.deleted);
                     let keyed = key.map(|k| hash.sealed(k.bytes()));
-                    // Every form the current content takes on an object: the plain hash (upstream's, and ours
-                    // before a key was set), the record's sealed form (also under a re-created Secret's former
-                    // UID), the keyed form (also under the former key) — of the whole content and of the keys
-                    // the workload reads.
-                    let forms_of = |plain: ContentHash, sealed: ContentHash, h: ContentHash| {
-                        h == plain
-                            || h == sealed
-                            || key.is_some_and(|k| h == plain.sealed(k.bytes()))
-                            || key.and_then(|k| k.previous()).is_some_and(|p| h == plain.sealed(p))
-                    };
-                    let view_counts = key_level || state.left_key_level;
-                    let current = |h: ContentHash| {
-                        let is_current = forms_of(facts.hash, facts.record_hash, h)
-                            || view.filter(|_| view_counts).is_some_and(|v| forms_of(v.hash, v.record_hash, h))
-                            || self.departed_vouches(&config, facts.hash, h);
-                        if is_current { hash } else { h }
-                    };
-                    let applied = applied(state, &pair, &container, current);
+                    let forms = self.current_forms(state, &config, facts, &reading);
+                    // A value of a form of the current content counts as it; the next plan rewrites the record in
+                    // today's form, the template only with the next real reload.
+                    let applied =
+                        applied(state, &pair, Some(&container)).map(|h| if forms.contains(h) { hash } else { h });
                     let Some(previous) = applied else {
                         baselines.push((pair.clone(), hash));
                         record.insert(pair, record_hash);
@@ -151,13 +138,14 @@ impl Index {
                         && strategy == ReloadStrategy::EnvVars
                         && s.env_records.iter().all(|(_, e, _)| *e != env);
                     if previous != hash && !nothing_to_remove {
-                        let changed_keys = match (key_level, consumed) {
+                        let changed_keys = match (reading.key_level, reading.consumed) {
                             (true, Some(read)) => self.last_changed_keys(&config, facts.hash).and_then(|c| {
                                 let names: Vec<String> = c.names.iter().filter(|n| read.contains(n)).cloned().collect();
                                 (!names.is_empty()).then(|| std::sync::Arc::new(ChangedKeys { names, removed: 0 }))
                             }),
-                            _ => self
-                                .changed_keys(&config, facts.hash, |plain, sealed| forms_of(plain, sealed, previous)),
+                            _ => self.changed_keys(&config, facts.hash, |plain, sealed| {
+                                is_form(plain, sealed, self.hash_key.as_ref(), previous)
+                            }),
                         };
                         reloads.push(PlannedReload {
                             config,
@@ -174,7 +162,7 @@ impl Index {
                 }
             }
         }
-        let on_object = state.persisted.as_ref().unwrap_or(&state.summary.applied_hashes);
+        let on_object = state.unechoed.record(&state.summary);
         // Resources of a kind whose stream has not listed (yet, or at all: forbidden) are not all known: keep
         // what the object records for them rather than erase it.
         for (pair, hash) in on_object {
@@ -191,30 +179,18 @@ impl Index {
             plan = WorkloadPlan::default();
         }
         if let Some(state) = self.workloads.get_mut(key) {
-            state.assumed.extend(baselines);
+            state.baselines.extend(baselines);
         }
         plan
     }
 
-    /// Remembers what a successful write put on the object.
-    ///
-    /// The watch may have delivered the write before this runs (its event races the PATCH response): what the
-    /// object already shows is not held as "written, not yet echoed" — no further event would clear it.
+    /// Remembers what a successful write put on the object, until the watch shows it.
     pub fn mark_written(&mut self, key: &WorkloadKey, plan: &WorkloadPlan) {
         if let Some(state) = self.workloads.get_mut(key) {
             state.rejected = None;
+            state.unechoed.wrote(&state.summary, plan);
             for r in &plan.reloads {
-                let pair = (r.config.kind, r.config.name.clone());
-                state.assumed.insert(pair.clone(), r.hash);
-                if template_record(&state.summary, &pair, None) != Some(r.value) {
-                    state.pending.insert(pair, r.value);
-                }
-            }
-            if let Some(hashes) = &plan.applied_hashes {
-                let written: crate::workload::HashRecord = hashes.into();
-                if state.summary.applied_hashes != written {
-                    state.persisted = Some(written);
-                }
+                state.baselines.insert((r.config.kind, r.config.name.clone()), r.hash);
             }
         }
     }
@@ -253,51 +229,4 @@ fn within_budget(
 /// The resources and hashes a plan reloads for (what a rejection is remembered by).
 pub(super) fn reload_set(plan: &WorkloadPlan) -> Vec<(Pair, ContentHash)> {
     plan.reloads.iter().map(|r| ((r.config.kind, r.config.name.clone()), r.hash)).collect()
-}
-
-/// What the workload was last rolled with for `pair`, in order of trust: a write not yet echoed, then the
-/// metadata record (written with every reload and kept current while the workload opts out, so it is never
-/// older than the template; a reload that cannot write it clears it), then the template's `STAKATER_*` /
-/// `last-reloaded-from` value (upstream's only memory: a takeover), then an in-memory baseline.
-///
-/// `current` maps a value found on the object to the content hash it stands for when it is a form of the
-/// current content (a plain record entry from an earlier version, a keyed template value…); the next plan
-/// rewrites the record in today's form, the template only with the next real reload.
-fn applied(
-    state: &WorkloadState,
-    pair: &Pair,
-    container: &str,
-    current: impl Fn(ContentHash) -> ContentHash,
-) -> Option<ContentHash> {
-    state
-        .pending
-        .get(pair)
-        .copied()
-        .or_else(|| state.summary.applied_hashes.get(pair).copied())
-        .or_else(|| template_record(&state.summary, pair, Some(container)))
-        .or_else(|| state.assumed.get(pair).copied())
-        .map(current)
-}
-
-/// True when the object itself records a hash for `pair` (template or metadata).
-pub(super) fn has_record(summary: &WorkloadSummary, pair: &Pair) -> bool {
-    template_record(summary, pair, None).is_some() || summary.applied_hashes.contains_key(pair)
-}
-
-/// The hash a workload's pod template records for a resource: its `STAKATER_*` env var (in `container` when
-/// known, else in any container), else a `last-reloaded-from` annotation naming it.
-pub(super) fn template_record(
-    summary: &WorkloadSummary,
-    (kind, name): &Pair,
-    container: Option<&str>,
-) -> Option<ContentHash> {
-    let env = env_var_name(*kind, name);
-    let ambiguous = summary.ambiguous_env.contains(&env);
-    let in_container = |c: Option<&str>| {
-        let found = summary.env_records.iter().find(|(cn, en, _)| *en == env && c.is_none_or(|c| c == cn));
-        found.filter(|_| !ambiguous).map(|(_, _, h)| *h)
-    };
-    in_container(container)
-        .or_else(|| in_container(None))
-        .or_else(|| summary.annotation_record.as_ref().filter(|(k, n, _)| k == kind && n == name).map(|(_, _, h)| *h))
 }

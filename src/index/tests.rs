@@ -405,6 +405,6 @@ fn a_write_echoed_before_it_is_marked_leaves_nothing_pending() {
     index.upsert_workload(wk.clone(), echoed, Baseline::Current);
     index.mark_written(&wk, &plan);
     let sizes: std::collections::BTreeMap<_, _> = index.map_sizes().into_iter().collect();
-    assert_eq!(sizes["pending"], 0);
+    assert_eq!(sizes["unechoed"], 0);
     assert!(full_plan(&mut index, &wk).is_empty(), "nothing left to write");
 }

@@ -3,7 +3,11 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use super::{Baseline, ConfigKey, Index, Pair, WorkloadPlan, plan};
+use super::{
+    Baseline, ConfigKey, Index, Pair, WorkloadPlan,
+    applied::{self, Unechoed},
+    plan,
+};
 use crate::{
     hash::ContentHash,
     values::WorkloadProblem,
@@ -19,21 +23,24 @@ pub struct WorkloadUpdate {
     pub new_problems: Vec<WorkloadProblem>,
 }
 
-/// What the index keeps per workload.
+/// What the index keeps per workload: its summary (what the object shows) and what memory adds to it. Every
+/// field but the summary is a cache or a guard the record on the object cannot carry (design.md, "a new side map
+/// needs a reason the record cannot carry"); each has one way out, below.
 pub(super) struct WorkloadState {
     pub(super) summary: WorkloadSummary,
-    /// Baselines and hashes we applied: what the workload is assumed to run with, absent a record.
-    pub(super) assumed: HashMap<Pair, ContentHash>,
-    /// Hashes we wrote that the watch has not echoed yet (they beat possibly stale records).
-    pub(super) pending: HashMap<Pair, ContentHash>,
-    /// The applied-hashes record we last wrote, until the watch echoes it.
-    pub(super) persisted: Option<crate::workload::HashRecord>,
+    /// Per resource the object records nothing of, what the workload is taken to run with (see
+    /// [`super::applied`]): the object has no place for it until the first plan writes the record, nor ever in
+    /// record-less mode. Pruned to the resources it may still use on every upsert; dropped with the pair.
+    pub(super) baselines: HashMap<Pair, ContentHash>,
+    /// What our last write put on the object, until the watch echoes it.
+    pub(super) unechoed: Unechoed,
     /// The reloads of a write the API server rejected permanently: not attempted again (nor logged again)
-    /// until a resource changes again or the workload itself changes.
+    /// until a resource changes again or the workload itself changes. A guard against a hot loop (design.md,
+    /// "Errors and bad input"), not state of the object.
     pub(super) rejected: Option<Vec<(Pair, ContentHash)>>,
     /// It opted out of key-level reloads while indexed: the values it recorded for the keys it reads still
     /// count as current (only then — for any other workload a whole-content hash that happens to equal a key
-    /// set's hash must not).
+    /// set's hash must not). The object shows the opt-out, not that it was opted in before.
     pub(super) left_key_level: bool,
 }
 
@@ -64,14 +71,13 @@ impl Index {
         if self.workloads.get(&key).is_some_and(|s| s.summary == summary) {
             return WorkloadUpdate::default();
         }
-        let (mut assumed, mut pending, mut persisted, mut rejected, mut old_summary, left) =
-            match self.remove_workload(&key) {
-                Some(s) if s.summary.uid == summary.uid => {
-                    let left = s.left_key_level || self.key_level(&s.summary);
-                    (s.assumed, s.pending, s.persisted, s.rejected, Some(s.summary), left)
-                }
-                _ => Default::default(),
-            };
+        let (mut baselines, mut unechoed, mut rejected, mut old_summary, left) = match self.remove_workload(&key) {
+            Some(s) if s.summary.uid == summary.uid => {
+                let left = s.left_key_level || self.key_level(&s.summary);
+                (s.baselines, s.unechoed, s.rejected, Some(s.summary), left)
+            }
+            _ => Default::default(),
+        };
         let left_key_level = left && !self.key_level(&summary);
         // Only our own record's echo (or its rollout's progress) leaves a rejection standing; any other change of
         // the workload retries.
@@ -83,10 +89,7 @@ impl Index {
         if !only_record_changed {
             rejected = None;
         }
-        pending.retain(|pair, hash| plan::template_record(&summary, pair, None) != Some(*hash));
-        if persisted.as_ref() == Some(&summary.applied_hashes) {
-            persisted = None;
-        }
+        unechoed.echoed(&summary);
         let update = WorkloadUpdate {
             relevant: old_summary.as_ref() != Some(&summary) && !only_rollout_changed,
             new_problems: summary
@@ -110,20 +113,20 @@ impl Index {
         let candidate = |(kind, name): &Pair| {
             candidates.contains(&ConfigKey { kind: *kind, namespace: key.namespace.clone(), name: name.clone() })
         };
-        assumed.retain(|pair, _| candidate(pair));
-        pending.retain(|pair, _| candidate(pair));
+        baselines.retain(|pair, _| candidate(pair));
+        unechoed.retain(candidate);
         for config in candidates {
             if let Some(f) = self.configs.get(&config).map(|e| &e.facts) {
-                let has_record = plan::has_record(&summary, &(config.kind, config.name.clone()));
+                let has_record = applied::has_record(&summary, &(config.kind, config.name.clone()));
                 let value = if has_record { f.hash } else { baseline.hash(f.hash) };
-                assumed.entry((config.kind, config.name)).or_insert(value);
+                baselines.entry((config.kind, config.name)).or_insert(value);
             }
         }
         let partial_uses = old_summary.iter().flat_map(|o| &o.uses).chain(&summary.uses).filter(|u| u.keys.is_some());
         let touched: BTreeSet<ConfigKey> = partial_uses
             .map(|u| ConfigKey { kind: u.kind, namespace: key.namespace.clone(), name: u.name.clone() })
             .collect();
-        let state = WorkloadState { summary, assumed, pending, persisted, rejected, left_key_level };
+        let state = WorkloadState { summary, baselines, unechoed, rejected, left_key_level };
         self.workloads.insert(key, Box::new(state));
         for config in &touched {
             self.refresh_wanted(config);
@@ -157,8 +160,8 @@ impl Index {
         let pair = (config.kind, config.name.clone());
         for w in self.candidates(config) {
             if let Some(state) = self.workloads.get_mut(&w) {
-                state.assumed.remove(&pair);
-                state.pending.remove(&pair);
+                state.baselines.remove(&pair);
+                state.unechoed.forget(&pair);
             }
         }
     }
@@ -167,7 +170,7 @@ impl Index {
     /// controller could not see it for): the next plan reloads it if it selects `config` and has no record.
     pub fn mark_unapplied(&mut self, key: &WorkloadKey, config: &ConfigKey) {
         if let Some(state) = self.workloads.get_mut(key) {
-            state.assumed.insert((config.kind, config.name.clone()), ContentHash::NONE);
+            state.baselines.insert((config.kind, config.name.clone()), ContentHash::NONE);
         }
     }
 
