@@ -70,6 +70,26 @@ impl WorkloadKind {
         !matches!(self, Self::CronJob | Self::Job)
     }
 
+    /// The kind `kubectl` names `name` (singular, lower case, short names included: `deploy`, `sts`…).
+    pub fn from_kubectl_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "deployment" | "deploy" => Self::Deployment,
+            "statefulset" | "st" => Self::StatefulSet,
+            "daemonset" | "d" => Self::DaemonSet,
+            "cronjob" | "cj" => Self::CronJob,
+            "job" => Self::Job,
+            "rollout" | "ro" => Self::Rollout,
+            "deploymentconfig" | "dc" => Self::DeploymentConfig,
+            _ => return None,
+        })
+    }
+
+    /// Served by a CRD that may be absent (Argo Rollouts, OpenShift): an optional API, whose objects may not
+    /// match this binary's types (each is decoded on its own, a bad one skipped).
+    pub fn served_by_crd(self) -> bool {
+        matches!(self, Self::Rollout | Self::DeploymentConfig)
+    }
+
     /// The API resource, as RBAC names it (`deployments.apps`).
     pub fn api_resource(self) -> &'static str {
         match self {

@@ -29,7 +29,7 @@ use crate::{
     keyprints::KeyDigest,
     references::KeySet,
     resource::ConfigKind,
-    workload::{Lean, WorkloadKey, WorkloadObject, summarise},
+    workload::{Lean, WorkloadKey, WorkloadObject, kinds::KindVisitor, summarise},
 };
 
 /// A namespace selector's matches as observations.
@@ -141,7 +141,28 @@ fn workload_list_config() -> watcher::Config {
 }
 
 /// Workloads are decoded [`Lean`]: without their `managedFields`.
-pub(super) fn workload_stream<K: WorkloadObject>(
+/// The watch stream of one workload kind's type in one namespace (`None`: all).
+pub(super) struct WorkloadStream<'a> {
+    pub(super) client: &'a Client,
+    pub(super) namespace: &'a Option<String>,
+    pub(super) id: usize,
+    pub(super) keys: Arc<AnnotationKeys>,
+}
+
+impl KindVisitor for WorkloadStream<'_> {
+    type Output = BoxStream<'static, Observed>;
+
+    fn visit<K: WorkloadObject>(self) -> Self::Output {
+        let Self { client, namespace, id, keys } = self;
+        if K::KIND.served_by_crd() {
+            guarded_workload_stream::<K>(api(client, namespace), id, keys)
+        } else {
+            workload_stream::<K>(api(client, namespace), id, keys)
+        }
+    }
+}
+
+fn workload_stream<K: WorkloadObject>(
     api: Api<Lean<K>>,
     id: usize,
     keys: Arc<AnnotationKeys>,
@@ -216,7 +237,7 @@ pub(super) fn csi_class_stream(
 
 /// Custom resources whose schema we do not own: an object that does not deserialize is logged and skipped
 /// instead of failing the whole watch.
-pub(super) fn guarded_workload_stream<K: WorkloadObject>(
+fn guarded_workload_stream<K: WorkloadObject>(
     api: Api<DeserializeGuard<Lean<K>>>,
     id: usize,
     keys: Arc<AnnotationKeys>,

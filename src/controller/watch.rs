@@ -5,16 +5,12 @@
 use std::sync::Arc;
 
 use futures::stream::BoxStream;
-use k8s_openapi::api::{
-    apps::v1::{DaemonSet, Deployment, StatefulSet},
-    batch::v1::{CronJob, Job},
-    core::v1::{ConfigMap, Secret},
-};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::{Client, runtime::watcher};
 
 use super::streams::{
-    DigestFn, FactsFn, ViewsFn, api, config_stream, configmap_facts, csi_class_stream, csi_status_stream,
-    guarded_workload_stream, namespace_stream, namespace_window_stream, secret_facts, workload_stream,
+    DigestFn, FactsFn, ViewsFn, WorkloadStream, api, config_stream, configmap_facts, csi_class_stream,
+    csi_status_stream, namespace_stream, namespace_window_stream, secret_facts,
 };
 use crate::{
     annotations::AnnotationKeys,
@@ -23,10 +19,7 @@ use crate::{
     index::{ConfigFacts, ConfigKey, KeyRegistry, KeyView, configmap_views, secret_views},
     keyprints::{KeyDigest, configmap_digest, secret_digest},
     resource::ConfigKind,
-    workload::{
-        WorkloadKey, WorkloadKind, WorkloadSummary,
-        custom::{DeploymentConfig, Rollout},
-    },
+    workload::{WorkloadKey, WorkloadKind, WorkloadSummary, kinds::visit},
 };
 
 /// What one watch stream covers.
@@ -65,11 +58,8 @@ impl Source {
     pub fn is_optional(self) -> bool {
         matches!(
             self,
-            Self::Config(ConfigKind::SecretProviderClass)
-                | Self::SecretProviderClasses
-                | Self::NamespaceWindows
-                | Self::Workload(WorkloadKind::Rollout | WorkloadKind::DeploymentConfig)
-        )
+            Self::Config(ConfigKind::SecretProviderClass) | Self::SecretProviderClasses | Self::NamespaceWindows
+        ) || matches!(self, Self::Workload(kind) if kind.served_by_crd())
     }
 }
 
@@ -239,19 +229,7 @@ pub fn add_sources(
                     );
                     config_stream(api::<ConfigMap>(client, &ns), configs_cfg.clone(), id, shared.clone(), translate)
                 }
-                Source::Workload(WorkloadKind::Deployment) => workload_stream::<Deployment>(api(client, &ns), id, keys),
-                Source::Workload(WorkloadKind::StatefulSet) => {
-                    workload_stream::<StatefulSet>(api(client, &ns), id, keys)
-                }
-                Source::Workload(WorkloadKind::DaemonSet) => workload_stream::<DaemonSet>(api(client, &ns), id, keys),
-                Source::Workload(WorkloadKind::CronJob) => workload_stream::<CronJob>(api(client, &ns), id, keys),
-                Source::Workload(WorkloadKind::Job) => workload_stream::<Job>(api(client, &ns), id, keys),
-                Source::Workload(WorkloadKind::Rollout) => {
-                    guarded_workload_stream::<Rollout>(api(client, &ns), id, keys)
-                }
-                Source::Workload(WorkloadKind::DeploymentConfig) => {
-                    guarded_workload_stream::<DeploymentConfig>(api(client, &ns), id, keys)
-                }
+                Source::Workload(kind) => visit(kind, WorkloadStream { client, namespace: &ns, id, keys }),
                 Source::Namespaces | Source::NamespaceWindows => continue,
             };
             infos.push(StreamInfo { source, namespace: ns.clone() });

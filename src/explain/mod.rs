@@ -69,14 +69,10 @@ pub fn parse_target(text: &str) -> Result<Target, ExplainError> {
         _ if kind.ends_with("class") => &kind,
         _ => kind.trim_end_matches('s'),
     };
+    if let Some(kind) = WorkloadKind::from_kubectl_name(singular) {
+        return workload(kind);
+    }
     match singular {
-        "deployment" | "deploy" => workload(WorkloadKind::Deployment),
-        "statefulset" | "st" => workload(WorkloadKind::StatefulSet),
-        "daemonset" | "d" => workload(WorkloadKind::DaemonSet),
-        "cronjob" | "cj" => workload(WorkloadKind::CronJob),
-        "job" => workload(WorkloadKind::Job),
-        "rollout" | "ro" => workload(WorkloadKind::Rollout),
-        "deploymentconfig" | "dc" => workload(WorkloadKind::DeploymentConfig),
         "configmap" | "cm" => config(ConfigKind::ConfigMap),
         "secret" => config(ConfigKind::Secret),
         "secretproviderclass" | "spc" => config(ConfigKind::SecretProviderClass),

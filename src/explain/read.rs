@@ -1,13 +1,10 @@
 //! The reading half of `explain`: what the controller would see, fetched once (one GET of the target, one LIST
 //! per kind it needs), handed to the pure functions in [`super`] and [`super::reverse`].
 
+use futures::future::BoxFuture;
 use k8s_openapi::{
     NamespaceResourceScope,
-    api::{
-        apps::v1::{DaemonSet, Deployment, StatefulSet},
-        batch::v1::{CronJob, Job},
-        core::v1::{ConfigMap, Namespace, Secret},
-    },
+    api::core::v1::{ConfigMap, Namespace, Secret},
 };
 use kube::{Api, Client, api::ListParams};
 use serde::de::DeserializeOwned;
@@ -28,7 +25,7 @@ use crate::{
     resource::ConfigKind,
     workload::{
         WorkloadKey, WorkloadKind, WorkloadObject, WorkloadSummary,
-        custom::{DeploymentConfig, Rollout},
+        kinds::{KindVisitor, visit},
         summarise,
     },
 };
@@ -41,15 +38,7 @@ pub async fn workload(
     settings: &Settings,
 ) -> Result<WorkloadExplanation, ExplainError> {
     let keys = &settings.keys;
-    let found = match kind {
-        WorkloadKind::Deployment => get_workload::<Deployment>(client, namespace, &name, keys).await?,
-        WorkloadKind::StatefulSet => get_workload::<StatefulSet>(client, namespace, &name, keys).await?,
-        WorkloadKind::DaemonSet => get_workload::<DaemonSet>(client, namespace, &name, keys).await?,
-        WorkloadKind::CronJob => get_workload::<CronJob>(client, namespace, &name, keys).await?,
-        WorkloadKind::Job => get_workload::<Job>(client, namespace, &name, keys).await?,
-        WorkloadKind::Rollout => get_workload::<Rollout>(client, namespace, &name, keys).await?,
-        WorkloadKind::DeploymentConfig => get_workload::<DeploymentConfig>(client, namespace, &name, keys).await?,
-    };
+    let found = visit(kind, GetWorkload { client, namespace, name: &name, keys }).await?;
     let (key, mut summary) =
         found.ok_or_else(|| ExplainError::Target(format!("{namespace}/{name} has no namespace")))?;
     if settings.watch.namespace_windows && summary.annotations.gates.window.is_none() {
@@ -238,22 +227,28 @@ pub(crate) async fn namespace_inactive(
     Ok(matching.items.is_empty().then(|| format!("does not match --namespace-selector {selector}")))
 }
 
-async fn get_workload<K>(
-    client: &Client,
-    namespace: &str,
-    name: &str,
-    keys: &AnnotationKeys,
-) -> Result<Option<(WorkloadKey, WorkloadSummary)>, ExplainError>
-where
-    K: WorkloadObject + kube::Resource<Scope = NamespaceResourceScope, DynamicType = ()> + DeserializeOwned,
-    K: Clone + std::fmt::Debug,
-{
-    let what = format!("reading {} {namespace}/{name}", K::KIND);
-    let obj = Api::<K>::namespaced(client.clone(), namespace)
-        .get(name)
-        .await
-        .map_err(|source| ExplainError::Api { what: what.clone(), source })?;
-    Ok(summarise(&obj, keys))
+/// Reads one workload of a kind's type, summarised as the controller would.
+struct GetWorkload<'a> {
+    client: &'a Client,
+    namespace: &'a str,
+    name: &'a str,
+    keys: &'a AnnotationKeys,
+}
+
+impl<'a> KindVisitor for GetWorkload<'a> {
+    type Output = BoxFuture<'a, Result<Option<(WorkloadKey, WorkloadSummary)>, ExplainError>>;
+
+    fn visit<K: WorkloadObject>(self) -> Self::Output {
+        let Self { client, namespace, name, keys } = self;
+        Box::pin(async move {
+            let what = format!("reading {} {namespace}/{name}", K::KIND);
+            let obj = Api::<K>::namespaced(client.clone(), namespace)
+                .get(name)
+                .await
+                .map_err(|source| ExplainError::Api { what: what.clone(), source })?;
+            Ok(summarise(&obj, keys))
+        })
+    }
 }
 
 async fn get_opt<K>(client: &Client, namespace: &str, name: &str) -> Result<Option<K>, ExplainError>

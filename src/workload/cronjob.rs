@@ -26,6 +26,7 @@ use crate::{
 
 impl WorkloadObject for CronJob {
     const KIND: WorkloadKind = WorkloadKind::CronJob;
+    const WRITE: super::WriteStyle = super::WriteStyle::SpawnJob;
     type Spec = k8s_openapi::api::batch::v1::CronJobSpec;
     type Status = k8s_openapi::api::batch::v1::CronJobStatus;
 

@@ -131,6 +131,7 @@ pub(super) async fn write<K: kube::Resource<DynamicType = ()>>(
 
 impl super::WorkloadObject for Rollout {
     const KIND: super::WorkloadKind = super::WorkloadKind::Rollout;
+    const WRITE: super::WriteStyle = super::WriteStyle::MergePatch { restart_at: true };
     type Spec = TemplateSpec;
     type Status = RolloutStatus;
 
@@ -149,6 +150,7 @@ impl super::WorkloadObject for Rollout {
 
 impl super::WorkloadObject for DeploymentConfig {
     const KIND: super::WorkloadKind = super::WorkloadKind::DeploymentConfig;
+    const WRITE: super::WriteStyle = super::WriteStyle::MergePatch { restart_at: false };
     type Spec = TemplateSpec;
     type Status = RolloutStatus;
 

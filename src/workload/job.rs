@@ -22,6 +22,7 @@ use crate::{constants::annotation::APPLIED_HASHES, strategy::apply_to_template_j
 
 impl WorkloadObject for Job {
     const KIND: WorkloadKind = WorkloadKind::Job;
+    const WRITE: super::WriteStyle = super::WriteStyle::Recreate;
     type Spec = k8s_openapi::api::batch::v1::JobSpec;
     type Status = k8s_openapi::api::batch::v1::JobStatus;
 

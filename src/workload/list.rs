@@ -2,13 +2,14 @@
 //! kind in the changed resource's namespace on each change), used here only for kinds the controller may list
 //! but not watch (upstream v1's RBAC has no `watch` on workloads).
 
-use k8s_openapi::api::{
-    apps::v1::{DaemonSet, Deployment, StatefulSet},
-    batch::v1::{CronJob, Job},
-};
+use futures::future::BoxFuture;
 use kube::{Api, Client, api::ListParams};
 
-use super::{Lean, WorkloadKey, WorkloadKind, WorkloadObject, WorkloadSummary, custom, summarise};
+use super::{
+    Lean, WorkloadKey, WorkloadKind, WorkloadObject, WorkloadSummary,
+    kinds::{self, KindVisitor},
+    summarise,
+};
 use crate::annotations::AnnotationKeys;
 
 /// Every workload of `kind` in `namespace`, summarised.
@@ -18,22 +19,24 @@ pub async fn list_summaries(
     namespace: &str,
     keys: &AnnotationKeys,
 ) -> Result<Vec<(WorkloadKey, WorkloadSummary)>, kube::Error> {
-    match kind {
-        WorkloadKind::Deployment => list::<Deployment>(client, namespace, keys).await,
-        WorkloadKind::StatefulSet => list::<StatefulSet>(client, namespace, keys).await,
-        WorkloadKind::DaemonSet => list::<DaemonSet>(client, namespace, keys).await,
-        WorkloadKind::CronJob => list::<CronJob>(client, namespace, keys).await,
-        WorkloadKind::Job => list::<Job>(client, namespace, keys).await,
-        WorkloadKind::Rollout => list::<custom::Rollout>(client, namespace, keys).await,
-        WorkloadKind::DeploymentConfig => list::<custom::DeploymentConfig>(client, namespace, keys).await,
-    }
+    kinds::visit(kind, List { client, namespace, keys }).await
 }
 
-async fn list<K: WorkloadObject>(
-    client: &Client,
-    namespace: &str,
-    keys: &AnnotationKeys,
-) -> Result<Vec<(WorkloadKey, WorkloadSummary)>, kube::Error> {
-    let items = Api::<Lean<K>>::namespaced(client.clone(), namespace).list(&ListParams::default()).await?.items;
-    Ok(items.iter().filter_map(|o| summarise(&o.0, keys)).collect())
+/// [`list_summaries`] for one kind's type.
+struct List<'a> {
+    client: &'a Client,
+    namespace: &'a str,
+    keys: &'a AnnotationKeys,
+}
+
+impl<'a> KindVisitor for List<'a> {
+    type Output = BoxFuture<'a, Result<Vec<(WorkloadKey, WorkloadSummary)>, kube::Error>>;
+
+    fn visit<K: WorkloadObject>(self) -> Self::Output {
+        let Self { client, namespace, keys } = self;
+        Box::pin(async move {
+            let items = Api::<Lean<K>>::namespaced(client.clone(), namespace).list(&ListParams::default()).await?.items;
+            Ok(items.iter().filter_map(|o| summarise(&o.0, keys)).collect())
+        })
+    }
 }

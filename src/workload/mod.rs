@@ -1,11 +1,13 @@
 //! The workload kinds that get reloaded. Each kind lives in its own file and implements [`WorkloadObject`];
-//! adding a kind means one file plus a line in [`WorkloadKind`] and the dispatch in [`write()`] (`write.rs`).
+//! [`kinds`] is the one table from a kind to its type (adding a kind: its file, its facts in [`WorkloadKind`], one
+//! line there).
 
 mod cronjob;
 pub mod custom;
 mod daemonset;
 mod deployment;
 mod job;
+pub mod kinds;
 mod lean;
 mod list;
 mod owed_jobs;
@@ -22,7 +24,7 @@ pub use lean::Lean;
 pub use list::list_summaries;
 pub use owed_jobs::OwedJobs;
 pub use record::HashRecord;
-pub use write::{WorkloadWrite, resume, write};
+pub use write::{WorkloadWrite, WriteStyle, resume, write};
 
 pub use crate::keys::{RolloutState, WorkloadKey, WorkloadKind};
 
@@ -54,6 +56,8 @@ pub trait WorkloadObject:
 {
     /// Its kind.
     const KIND: WorkloadKind;
+    /// How a reload is written into it.
+    const WRITE: WriteStyle = WriteStyle::TemplatePatch;
     /// Its `spec` type.
     type Spec: DeserializeOwned + Send + Sync + 'static;
     /// Its `status` type.

@@ -4,14 +4,17 @@
 
 use std::fmt;
 
-use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
+use futures::future::BoxFuture;
 use kube::{
     Api, Client,
     api::{ApiResource, DynamicObject, Patch, PatchParams},
 };
 use serde_json::{Value, json};
 
-use super::{WorkloadKey, WorkloadKind, WorkloadObject, cronjob, custom, job};
+use super::{
+    WorkloadKey, WorkloadObject, cronjob, custom, job,
+    kinds::{self, KindVisitor},
+};
 use crate::{
     constants::{FIELD_MANAGER, annotation::APPLIED_HASHES},
     pause::PauseAction,
@@ -37,18 +40,52 @@ pub struct WorkloadWrite<'a> {
     pub owed_jobs: Option<&'a super::OwedJobs>,
 }
 
-/// Writes a reload: one strategic merge patch for Deployments, StatefulSets and DaemonSets; a new Job for a
-/// CronJob; delete and recreate for a Job. Returns the workload's `metadata.generation` after the write when its
-/// response says (kinds whose rollouts are tracked): equal to the one before, the template did not change.
+/// How a reload is written into a kind ([`WorkloadObject::WRITE`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteStyle {
+    /// One strategic merge patch of the pod template and the record (Deployments, StatefulSets, DaemonSets).
+    TemplatePatch,
+    /// A new Job from the job template, once per change (CronJobs: their template is not the running pods').
+    SpawnJob,
+    /// Delete and create again (Jobs: their pod template is immutable).
+    Recreate,
+    /// One JSON merge patch (kinds served by CRDs reject strategic merge); `restart_at`: the kind has Argo's
+    /// `spec.restartAt` for `rollout-strategy: restart`.
+    MergePatch {
+        /// The kind can restart through `spec.restartAt`.
+        restart_at: bool,
+    },
+}
+
+/// Writes a reload the way its kind is written ([`WriteStyle`]). Returns the workload's `metadata.generation`
+/// after the write when its response says (kinds whose rollouts are tracked): equal to the one before, the
+/// template did not change.
 pub async fn write(client: &Client, key: &WorkloadKey, w: &WorkloadWrite<'_>) -> Result<Option<i64>, kube::Error> {
-    match key.kind {
-        WorkloadKind::Deployment => template_patch::<Deployment>(client, key, w).await,
-        WorkloadKind::StatefulSet => template_patch::<StatefulSet>(client, key, w).await,
-        WorkloadKind::DaemonSet => template_patch::<DaemonSet>(client, key, w).await,
-        WorkloadKind::CronJob => cronjob::write(client, key, w).await.map(|()| None),
-        WorkloadKind::Job => job::write(client, key, w).await.map(|()| None),
-        WorkloadKind::Rollout => custom::write::<custom::Rollout>(client, key, w, w.restart).await,
-        WorkloadKind::DeploymentConfig => custom::write::<custom::DeploymentConfig>(client, key, w, false).await,
+    kinds::visit(key.kind, Write { client, key, w }).await
+}
+
+/// [`write`] for one kind's type.
+struct Write<'a, 'w> {
+    client: &'a Client,
+    key: &'a WorkloadKey,
+    w: &'a WorkloadWrite<'w>,
+}
+
+impl<'a, 'w> KindVisitor for Write<'a, 'w> {
+    type Output = BoxFuture<'a, Result<Option<i64>, kube::Error>>;
+
+    fn visit<K: WorkloadObject>(self) -> Self::Output {
+        let Self { client, key, w } = self;
+        Box::pin(async move {
+            match K::WRITE {
+                WriteStyle::TemplatePatch => template_patch::<K>(client, key, w).await,
+                WriteStyle::SpawnJob => cronjob::write(client, key, w).await.map(|()| None),
+                WriteStyle::Recreate => job::write(client, key, w).await.map(|()| None),
+                WriteStyle::MergePatch { restart_at } => {
+                    custom::write::<K>(client, key, w, restart_at && w.restart).await
+                }
+            }
+        })
     }
 }
 
@@ -143,7 +180,7 @@ pub(super) async fn patch_for_generation<P: serde::Serialize + fmt::Debug>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{hash::ContentHash, resource::ConfigKind};
+    use crate::{hash::ContentHash, resource::ConfigKind, workload::WorkloadKind};
 
     #[test]
     fn one_patch_carries_record_template_change_and_pause() {

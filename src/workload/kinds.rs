@@ -1,0 +1,55 @@
+//! The kind table: the one place a [`WorkloadKind`] names the Rust type that reads and writes it. Code that needs a
+//! kind's type — to watch, list, read or write it — implements [`KindVisitor`] and calls [`visit`], instead of a
+//! `match` of its own. Adding a kind is its file (implementing [`WorkloadObject`]), its facts in
+//! [`WorkloadKind`] (`keys.rs`: its names, API version and resource) and one line here.
+
+use k8s_openapi::api::{
+    apps::v1::{DaemonSet, Deployment, StatefulSet},
+    batch::v1::{CronJob, Job},
+};
+
+use super::{
+    WorkloadKind, WorkloadObject,
+    custom::{DeploymentConfig, Rollout},
+};
+
+/// Something done with a workload kind's type.
+pub trait KindVisitor {
+    /// What it gives.
+    type Output;
+    /// Does it with `K`.
+    fn visit<K: WorkloadObject>(self) -> Self::Output;
+}
+
+/// Does `visitor` with the type of `kind`.
+pub fn visit<V: KindVisitor>(kind: WorkloadKind, visitor: V) -> V::Output {
+    match kind {
+        WorkloadKind::Deployment => visitor.visit::<Deployment>(),
+        WorkloadKind::StatefulSet => visitor.visit::<StatefulSet>(),
+        WorkloadKind::DaemonSet => visitor.visit::<DaemonSet>(),
+        WorkloadKind::CronJob => visitor.visit::<CronJob>(),
+        WorkloadKind::Job => visitor.visit::<Job>(),
+        WorkloadKind::Rollout => visitor.visit::<Rollout>(),
+        WorkloadKind::DeploymentConfig => visitor.visit::<DeploymentConfig>(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct KindOf;
+    impl KindVisitor for KindOf {
+        type Output = WorkloadKind;
+        fn visit<K: WorkloadObject>(self) -> WorkloadKind {
+            K::KIND
+        }
+    }
+
+    #[test]
+    fn every_kind_maps_to_the_type_of_that_kind() {
+        for kind in WorkloadKind::ALL {
+            assert_eq!(visit(kind, KindOf), kind);
+        }
+    }
+}
