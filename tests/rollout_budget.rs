@@ -11,7 +11,10 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use k8s_openapi::api::apps::v1::Deployment;
-use kube::{ResourceExt, api::ListParams};
+use kube::{
+    ResourceExt,
+    api::{ListParams, Patch, PatchParams},
+};
 use serde_json::json;
 
 const COUNT: usize = 30;
@@ -61,8 +64,13 @@ async fn a_budget_of_three_rolls_thirty_deployments_three_at_a_time() {
     // Pods that become available on a real cluster too (kind, k3d): rollouts must complete here.
     let mut pod_spec = volume_secret("shared");
     pod_spec["containers"][0]["image"] = json!("registry.k8s.io/pause:3.10");
+    // A pod counts as available only after a second: each wave lasts that long, so the sampling sees it also when
+    // a loaded machine answers a LIST slower than KWOK's instant pods roll out (a run under `make test` saw none).
+    let min_ready = Patch::Merge(json!({"spec": {"minReadySeconds": 1}}));
     for i in 0..COUNT {
-        Kind::Deployment.create(&ns, &format!("web-{i}"), auto.clone(), json!({}), pod_spec.clone()).await;
+        let name = format!("web-{i}");
+        Kind::Deployment.create(&ns, &name, auto.clone(), json!({}), pod_spec.clone()).await;
+        ns.api::<Deployment>().patch(&name, &PatchParams::default(), &min_ready).await.expect("minReadySeconds");
     }
     wait_for("every Deployment rolled out", Duration::from_secs(120), || async {
         let n = rolling(&ns).await;
