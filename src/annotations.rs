@@ -104,6 +104,14 @@ impl NamedPattern {
         Ok(Self { text: entry.to_owned(), matcher })
     }
 
+    /// The one name it matches, when it is a plain name (no regex).
+    pub fn exact(&self) -> Option<&str> {
+        match &self.matcher {
+            Matcher::Exact(exact) => Some(exact),
+            Matcher::Regex(_) => None,
+        }
+    }
+
     /// True when the whole `name` matches.
     pub fn matches(&self, name: &str) -> bool {
         match &self.matcher {
@@ -116,6 +124,13 @@ impl NamedPattern {
 impl PartialEq for NamedPattern {
     fn eq(&self, other: &Self) -> bool {
         self.text == other.text
+    }
+}
+
+impl Selection {
+    /// Its named list has no regex entry (or is empty).
+    fn pattern_free(&self) -> bool {
+        self.named.iter().all(|p| p.exact().is_some())
     }
 }
 
@@ -204,6 +219,21 @@ impl WorkloadAnnotations {
     /// True when any kind has a named list: such workloads may reload for resources they do not reference.
     pub fn has_named_list(&self) -> bool {
         self.selection.iter().any(|s| !s.named.is_empty())
+    }
+
+    /// The names of the kinds' named lists made only of plain names (`reload: "app-config,db"`, the common case):
+    /// such a list is a fixed set of names, found like references.
+    pub fn named_exactly(&self) -> impl Iterator<Item = (ConfigKind, &str)> {
+        ConfigKind::ALL
+            .into_iter()
+            .filter(|k| self.for_kind(*k).pattern_free())
+            .flat_map(|k| self.for_kind(k).named.iter().filter_map(move |p| Some((k, p.exact()?))))
+    }
+
+    /// True when a kind's named list has a regex entry: it is matched against the names of the namespace's
+    /// resources of that kind.
+    pub fn has_pattern_list(&self) -> bool {
+        self.selection.iter().any(|s| !s.pattern_free())
     }
 }
 

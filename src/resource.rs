@@ -16,6 +16,9 @@ pub enum ConfigKind {
 }
 
 impl ConfigKind {
+    /// Every kind.
+    pub const ALL: [Self; 3] = [Self::ConfigMap, Self::Secret, Self::SecretProviderClass];
+
     /// Upstream's resource type string: `CONFIGMAP`, `SECRET`, `SECRETPROVIDERCLASS` (env var suffix, the v1
     /// `last-reloaded-from` `type` field, log and alert messages).
     pub fn upstream_type(self) -> &'static str {

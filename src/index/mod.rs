@@ -107,7 +107,9 @@ pub struct Index {
     /// Boxed: a `WorkloadState` is ~900 bytes and a hash table keeps its capacity's worth of slots, a quarter
     /// to a half of them empty (heaptrack at M1: 1.8 MB of table for 1,000 workloads).
     workloads: HashMap<WorkloadKey, Box<WorkloadState>>,
+    /// Per resource, the workloads whose pod spec uses it or whose named list names it (plain names).
     referenced_by: HashMap<ConfigKey, readers::Readers>,
+    /// Per namespace, the workloads with a regex in a named list: matched against each resource changed there.
     with_named_lists: HashMap<Arc<str>, BTreeSet<WorkloadKey>>,
     namespaces: HashSet<Arc<str>>,
     /// Sealed record values of recently deleted Secrets, by their content hash: a Secret deleted and re-created

@@ -159,6 +159,36 @@ fn named_lists_find_unreferenced_resources_by_regex() {
     assert_eq!(plan(&mut index, &wk), vec![("app-settings".to_owned(), v2.hash)]);
 }
 
+/// A list of plain names is looked up name by name, a list with a regex entry matched against the namespace:
+/// both find the same resources, and a name that does not exist (yet) is found once it does.
+#[test]
+fn named_lists_of_plain_names_and_of_regexes_find_the_same_resources() {
+    for list in ["^app-a$,app-b,missing", "app-(a|b)|missing"] {
+        let mut index = Index::default();
+        let (wk, ws) = deployment("web", json!({"configmap.reloader.stakater.com/reload": list}), json!([]));
+        index.upsert_workload(wk.clone(), ws, Baseline::Current);
+        for name in ["app-a", "app-b", "app-c"] {
+            let (ck, v1) = cm(name, "v1");
+            index.upsert_config(ck, v1, Baseline::Current);
+        }
+        let (missing, v1) = cm("missing", "v1");
+        index.upsert_config(missing, v1, Baseline::Current);
+        for name in ["app-a", "app-b", "app-c", "missing"] {
+            let (ck, v2) = cm(name, "v2");
+            index.upsert_config(ck, v2, Baseline::Current);
+        }
+        let mut reloaded: Vec<String> = plan(&mut index, &wk).into_iter().map(|(name, _)| name).collect();
+        reloaded.sort();
+        assert_eq!(reloaded, ["app-a", "app-b", "missing"], "{list}");
+        assert_eq!(index.candidates(&cm("app-b", "v2").0), vec![wk.clone()], "{list}");
+        assert!(index.candidates(&cm("app-c", "v2").0).is_empty(), "{list}");
+        // Gone with the workload, in both maps.
+        index.delete_workload(&wk);
+        let sizes: std::collections::BTreeMap<_, _> = index.map_sizes().into_iter().collect();
+        assert_eq!((sizes["references"], sizes["named_list_namespaces"]), (0, 0), "{list}");
+    }
+}
+
 #[test]
 fn a_recreated_workload_starts_from_a_fresh_baseline() {
     let mut index = Index::default();
