@@ -26,7 +26,7 @@ pub struct WorkloadUpdate {
 
 /// What the index keeps per workload: its summary (what the object shows) and what memory adds to it. Every
 /// field but the summary is a cache or a guard the record on the object cannot carry (design.md, "a new side map
-/// needs a reason the record cannot carry"); each has one way out, below.
+/// needs a reason the record cannot carry"), and each is dropped with the workload.
 pub(super) struct WorkloadState {
     pub(super) summary: WorkloadSummary,
     /// Per resource the object records nothing of, what the workload is taken to run with (see
