@@ -28,8 +28,11 @@ mod publisher;
 
 /// Name this controller reports events as.
 pub const REPORTER: &str = "reloader";
-/// Pending events beyond this are dropped (and counted).
-const QUEUE: usize = 1024;
+/// Pending events beyond this are dropped (and counted). Through a sustained burst the queue holds what arrives
+/// while the first Event is held back (2 s) plus the backlog of a publisher writing one Event at a time: at M2N's
+/// 200 reloads a second, 1,024 dropped 683 of 3,980 `Reloaded` Events (counted in the API server's audit log). An
+/// Event is about half a KiB, so a full queue is 2 MiB, held only through such a burst.
+const QUEUE: usize = 4096;
 /// Longest an event waits for reload work to finish before it is published anyway.
 pub const MAX_DEFER: Duration = Duration::from_secs(2);
 /// Events whose [`MAX_DEFER`] ends this soon after one that waited it out go with that one: through a long
