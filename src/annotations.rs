@@ -129,7 +129,7 @@ impl PartialEq for NamedPattern {
 
 impl Selection {
     /// Its named list has no regex entry (or is empty).
-    fn pattern_free(&self) -> bool {
+    pub fn pattern_free(&self) -> bool {
         self.named.iter().all(|p| p.exact().is_some())
     }
 }

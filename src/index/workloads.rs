@@ -10,7 +10,6 @@ use super::{
 };
 use crate::{
     hash::ContentHash,
-    resource::ConfigKind,
     values::WorkloadProblem,
     workload::{WorkloadKey, WorkloadKind, WorkloadSummary},
 };
@@ -239,25 +238,15 @@ impl Index {
     /// is matched against its namespace's resources of that kind (issue 27: at M2N, scanning the namespace for
     /// every plan and status event of 6,000 named-list workloads was a tenth of the controller's CPU).
     pub(super) fn candidate_configs(&self, key: &WorkloadKey, summary: &WorkloadSummary) -> BTreeSet<ConfigKey> {
-        let config_key = |kind, name: &str| ConfigKey { kind, namespace: key.namespace.clone(), name: name.to_owned() };
-        let mut out: BTreeSet<ConfigKey> = summary.uses.iter().map(|u| config_key(u.kind, &u.name)).collect();
-        if !summary.annotations.has_named_list() {
-            return out;
-        }
-        for kind in ConfigKind::ALL {
-            let named = &summary.annotations.for_kind(kind).named;
-            let exact: Option<Vec<&str>> = named.iter().map(|p| p.exact()).collect();
-            match exact {
-                Some(names) => out.extend(
-                    names.into_iter().map(|name| config_key(kind, name)).filter(|c| self.configs.get(c).is_some()),
-                ),
-                None => out.extend(
-                    self.configs
-                        .keys_in(&key.namespace)
-                        .filter(|c| c.kind == kind && named.iter().any(|p| p.matches(&c.name)))
-                        .cloned(),
-                ),
-            }
+        let named = &summary.annotations;
+        let mut out: BTreeSet<ConfigKey> = used(key, summary).collect();
+        out.extend(exactly_named(key, summary).filter(|c| self.configs.get(c).is_some()));
+        if named.has_pattern_list() {
+            let matched = self.configs.keys_in(&key.namespace).filter(|c| {
+                let selection = named.for_kind(c.kind);
+                !selection.pattern_free() && selection.named.iter().any(|p| p.matches(&c.name))
+            });
+            out.extend(matched.cloned());
         }
         out
     }
@@ -265,8 +254,17 @@ impl Index {
 
 /// The resources a workload uses and those its named lists of plain names name: where `referenced_by` finds it.
 fn named_or_used<'a>(key: &'a WorkloadKey, summary: &'a WorkloadSummary) -> impl Iterator<Item = ConfigKey> + 'a {
-    let used = summary.uses.iter().map(|u| (u.kind, u.name.as_str()));
-    used.chain(summary.annotations.named_exactly()).map(|(kind, name)| ConfigKey {
+    used(key, summary).chain(exactly_named(key, summary))
+}
+
+/// The resources its pod spec uses.
+fn used<'a>(key: &'a WorkloadKey, summary: &'a WorkloadSummary) -> impl Iterator<Item = ConfigKey> + 'a {
+    summary.uses.iter().map(|u| ConfigKey { kind: u.kind, namespace: key.namespace.clone(), name: u.name.clone() })
+}
+
+/// The resources its named lists of plain names name (lists with a regex entry are matched instead).
+fn exactly_named<'a>(key: &'a WorkloadKey, summary: &'a WorkloadSummary) -> impl Iterator<Item = ConfigKey> + 'a {
+    summary.annotations.named_exactly().map(|(kind, name)| ConfigKey {
         kind,
         namespace: key.namespace.clone(),
         name: name.to_owned(),
