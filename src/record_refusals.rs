@@ -13,6 +13,9 @@ use crate::keys::WorkloadKind;
 
 /// How long a refused record write stands before the record is tried again.
 pub const RECHECK: Duration = Duration::from_secs(10 * 60);
+/// A refusal not seen again for this long is forgotten (its namespace may be gone: preview environments come and
+/// go); seen again after that, it is logged again.
+const FORGET: Duration = Duration::from_secs(60 * 60);
 
 /// When the record was last refused, by kind and namespace.
 #[derive(Debug, Default)]
@@ -35,6 +38,7 @@ impl RecordRefusals {
     /// Notes a refusal at `now`; true the first time for this kind and namespace (when a user must be told).
     pub fn note(&self, kind: WorkloadKind, namespace: &Arc<str>, now: Instant) -> bool {
         let mut refusals = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        refusals.retain(|_, since| now.duration_since(*since) < FORGET);
         refusals.insert((kind, namespace.clone()), now).is_none()
     }
 }
@@ -59,5 +63,9 @@ mod tests {
         let again = start + RECHECK + Duration::from_secs(5);
         assert!(!refusals.note(WorkloadKind::CronJob, &ns, again), "refused again: not news");
         assert!(refusals.refused(WorkloadKind::CronJob, &ns, again + RECHECK - Duration::from_secs(1)));
+        // Not seen again for an hour (the namespace deleted, say): forgotten with the next refusal anywhere.
+        assert!(refusals.note(WorkloadKind::Job, &other, again + FORGET), "another kind and namespace");
+        assert_eq!(refusals.0.lock().expect("lock").len(), 1, "the stale refusal is gone");
+        assert!(refusals.note(WorkloadKind::CronJob, &ns, again + FORGET), "news again");
     }
 }
