@@ -123,8 +123,11 @@ impl Kind {
         .await;
     }
 
-    /// Asserts the workload keeps exactly `n` revisions for the quiet period.
+    /// Asserts the workload reaches `n` revisions and keeps exactly `n` for the quiet period. Waiting first: a
+    /// template change shows before the Deployment controller creates its ReplicaSet (a loaded `make test` read
+    /// 1 revision 4 ms after the reload it was about to hold).
     pub async fn stays_at_revisions(self, ns: &TestNamespace, name: &str, n: usize) {
+        self.wait_revisions(ns, name, n).await;
         holds_for(&format!("{self:?} {name} to stay at {n} revision(s)"), QUIET_PERIOD, || async {
             let got = self.revisions(ns, name).await;
             if got == n { Ok(()) } else { Err(format!("{got} revision(s)")) }
