@@ -37,6 +37,7 @@ macro_rules! impl_namespaced_resource {
 pub mod alerts;
 pub mod allocator;
 pub mod annotations;
+pub mod build_info;
 pub mod client;
 pub mod config;
 pub mod constants;

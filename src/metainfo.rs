@@ -13,11 +13,13 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::{
+    build_info,
     config::{Args, LogFormat},
     constants::{FIELD_MANAGER, annotation::ROLLOUT_STRATEGY, meta_info},
 };
 
-/// `buildInfo` (upstream's fields; there is no Go toolchain, so `goVersion` is empty).
+/// `buildInfo` (upstream's fields; there is no Go toolchain, so `goVersion` is empty; the rest from
+/// [`build_info`]).
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct BuildInfo {
@@ -117,9 +119,9 @@ pub fn configmap(args: &Args) -> Option<Value> {
     };
     let build = BuildInfo {
         go_version: "",
-        release_version: env!("CARGO_PKG_VERSION"),
-        commit_hash: "unknown",
-        commit_time: "0001-01-01T00:00:00Z",
+        release_version: build_info::VERSION,
+        commit_hash: build_info::COMMIT,
+        commit_time: build_info::COMMIT_TIME,
         edition: meta_info::EDITION,
     };
     let deployment = DeploymentInfo { name: &args.meta_info.deployment_name, namespace, creation_timestamp: None };
@@ -187,8 +189,10 @@ mod tests {
         assert_eq!(
             cm["data"]["buildInfo"],
             format!(
-                r#"{{"goVersion":"","releaseVersion":"{}","commitHash":"unknown","commitTime":"0001-01-01T00:00:00Z","edition":"oss"}}"#,
-                env!("CARGO_PKG_VERSION")
+                r#"{{"goVersion":"","releaseVersion":"{}","commitHash":"{}","commitTime":"{}","edition":"oss"}}"#,
+                build_info::VERSION,
+                build_info::COMMIT,
+                build_info::COMMIT_TIME
             )
         );
         assert_eq!(

@@ -1,5 +1,5 @@
 //! The binary's command line as a user meets it: invalid input exits 2 naming the flag and the accepted
-//! values; env vars set flags; JSON logs carry the reload's fields.
+//! values; env vars set flags; `--version` names the commit; JSON logs carry the reload's fields.
 
 mod common;
 
@@ -31,6 +31,17 @@ fn invalid_flag_values_exit_2_naming_the_flag_and_accepted_values() {
     let (code, err) = run(&["--auto-reload-all=perhaps"], &[]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--auto-reload-all"), "{err}");
+}
+
+#[test]
+fn version_names_the_release_and_the_commit_built() {
+    let out = Command::new(env!("CARGO_BIN_EXE_reloader")).arg("--version").output().expect("run reloader");
+    assert!(out.status.success(), "{out:?}");
+    let (commit, time) = built_commit();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        format!("reloader {} (commit {commit}, {time})", env!("CARGO_PKG_VERSION"))
+    );
 }
 
 #[test]

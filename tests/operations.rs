@@ -272,5 +272,10 @@ async fn the_meta_info_configmap_describes_the_running_controller() {
     assert_eq!(options["reloadOnCreate"], json!(true));
     assert_eq!(options["reloadStrategy"], "env-vars");
     assert_eq!(options["reloaderAutoAnnotation"], "reloader.stakater.com/auto");
-    assert_eq!(doc("buildInfo")["edition"], "oss");
+    let (commit, time) = built_commit();
+    assert_eq!(
+        doc("buildInfo"),
+        json!({"goVersion": "", "releaseVersion": env!("CARGO_PKG_VERSION"), "commitHash": commit,
+               "commitTime": time, "edition": "oss"})
+    );
 }

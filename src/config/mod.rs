@@ -85,7 +85,7 @@ fn parse_qps(value: &str) -> Result<f64, String> {
 // A flag given twice takes its last value, as pflag does (upstream's manifests and wrappers append flags).
 #[command(
     name = "reloader",
-    version,
+    version = crate::build_info::LONG_VERSION,
     args_override_self = true,
     about = "Rolls out workloads when the ConfigMaps and Secrets they use change (Stakater Reloader compatible)"
 )]
@@ -165,11 +165,11 @@ pub struct Args {
 
     /// Workload writes per second (reloads and records), after a burst; 0 disables the limit. Spreads a fan-out
     /// to thousands of workloads instead of flooding the API server.
-    #[arg(long, env = "KUBE_API_QPS", default_value_t = 50.0, value_parser = parse_qps)]
+    #[arg(long, env = "RELOADER_KUBE_API_QPS", default_value_t = 50.0, value_parser = parse_qps)]
     pub kube_api_qps: f64,
 
     /// Writes allowed at once before `--kube-api-qps` applies.
-    #[arg(long, env = "KUBE_API_BURST", default_value_t = 100)]
+    #[arg(long, env = "RELOADER_KUBE_API_BURST", default_value_t = 100)]
     pub kube_api_burst: u32,
 
     /// A workload's rollout waits until no further change concerning it has arrived for this long (never past
@@ -206,7 +206,7 @@ pub struct Args {
     /// `<namespace>/<name>` of a Secret whose `key` entry (≥ 16 bytes) keys the Secret hashes written on
     /// workloads: `STAKATER_*_SECRET` values and `last-reloaded-from` hashes become HMAC-SHA1 digests (same shape)
     /// that reveal nothing about the Secret without the key. Switching it on, off or rotating it rolls nothing.
-    #[arg(long, env = "HASH_KEY_SECRET")]
+    #[arg(long, env = "RELOADER_HASH_KEY_SECRET")]
     pub hash_key_secret: Option<String>,
 
     /// Address of the metrics and health server (`/metrics`, `/live`, `/healthz`, `/readyz`); Go form `:9090`.

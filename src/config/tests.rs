@@ -190,3 +190,77 @@ fn the_write_rate_must_be_a_finite_number_not_below_zero() {
         assert!(text.contains("--kube-api-qps") && text.contains("writes per second, a number ≥ 0"), "{bad}: {text}");
     }
 }
+
+/// Env vars upstream reads (v1's, and v2's flag names upper-cased with `-` → `_`, reloader-behaviour.md §2).
+const UPSTREAM_ENV: &[&str] = &[
+    "ALERT_ADDITIONAL_INFO",
+    "ALERT_ON_RELOAD",
+    "ALERT_PROXY",
+    "ALERT_SINK",
+    "ALERT_STRUCTURED",
+    "ALERT_WEBHOOK_PROXY",
+    "ALERT_WEBHOOK_URL",
+    "AUTO_ANNOTATION",
+    "AUTO_RELOAD_ALL",
+    "AUTO_SEARCH_ANNOTATION",
+    "CONFIGMAP_ANNOTATION",
+    "CONFIGMAP_AUTO_ANNOTATION",
+    "CONFIGMAP_EXCLUDE_ANNOTATION",
+    "ENABLE_CSI_INTEGRATION",
+    "ENABLE_HA",
+    "ENABLE_PPROF",
+    "HEALTH_ADDR",
+    "IGNORED_WORKLOAD_TYPES",
+    "IGNORE_ANNOTATION",
+    "IS_ARGO_ROLLOUTS",
+    "IS_OPENSHIFT",
+    "KUBERNETES_NAMESPACE",
+    "LEADER_ELECTION_ID",
+    "LEADER_ELECTION_LEASE_DURATION",
+    "LEADER_ELECTION_NAMESPACE",
+    "LEADER_ELECTION_RELEASE_ON_CANCEL",
+    "LEADER_ELECTION_RENEW_DEADLINE",
+    "LEADER_ELECTION_RETRY_PERIOD",
+    "LOG_FORMAT",
+    "LOG_LEVEL",
+    "METRICS_ADDR",
+    "METRICS_COUNT_BY_NAMESPACE",
+    "NAMESPACES",
+    "NAMESPACES_TO_IGNORE",
+    "NAMESPACE_SELECTOR",
+    "PAUSE_DEPLOYMENT_ANNOTATION",
+    "PAUSE_DEPLOYMENT_TIME_ANNOTATION",
+    "POD_NAME",
+    "POD_NAMESPACE",
+    "PPROF_ADDR",
+    "RELOADER_DEPLOYMENT_NAME",
+    "RELOADER_NAMESPACE",
+    "RELOAD_ON_CREATE",
+    "RELOAD_ON_DELETE",
+    "RELOAD_STRATEGY",
+    "RESOURCES_TO_IGNORE",
+    "RESOURCE_LABEL_SELECTOR",
+    "SEARCH_MATCH_ANNOTATION",
+    "SECRETPROVIDERCLASS_ANNOTATION",
+    "SECRETPROVIDERCLASS_AUTO_ANNOTATION",
+    "SECRETPROVIDERCLASS_EXCLUDE_ANNOTATION",
+    "SECRET_ANNOTATION",
+    "SECRET_AUTO_ANNOTATION",
+    "SECRET_EXCLUDE_ANNOTATION",
+    "SYNC_AFTER_RESTART",
+    "WEBHOOK_URL",
+];
+
+#[test]
+fn every_flag_has_an_env_var_upstreams_name_or_a_reloader_prefixed_one() {
+    use clap::CommandFactory;
+    let command = Args::command();
+    for arg in command.get_arguments().filter(|a| a.get_long().is_some_and(|l| l != "help" && l != "version")) {
+        let long = arg.get_long().unwrap_or_default();
+        let env = arg.get_env().and_then(|e| e.to_str()).unwrap_or_else(|| panic!("--{long} has no env var"));
+        assert!(
+            UPSTREAM_ENV.contains(&env) || env.starts_with("RELOADER_"),
+            "--{long} reads {env}: flags this project adds read RELOADER_* (README, Flags)"
+        );
+    }
+}

@@ -169,3 +169,20 @@ pub fn explain_as(
     let text = |b: Vec<u8>| String::from_utf8_lossy(&b).into_owned();
     (out.status.success(), text(out.stdout), text(out.stderr))
 }
+
+/// The commit the binary under test was built from, asked from git independently of its build script:
+/// `(hash, time in RFC 3339 UTC)`, or upstream's "unknown" values where git cannot tell (a source tarball).
+pub fn built_commit() -> (String, String) {
+    let git = |args: &[&str]| -> Option<String> {
+        let out =
+            Command::new("git").args(args).current_dir(env!("CARGO_MANIFEST_DIR")).env("TZ", "UTC").output().ok()?;
+        let text = String::from_utf8(out.stdout).ok()?.trim().to_owned();
+        (out.status.success() && !text.is_empty()).then_some(text)
+    };
+    let head = git(&["rev-parse", "HEAD"]);
+    let time = git(&["log", "-1", "--format=%cd", "--date=format-local:%Y-%m-%dT%H:%M:%SZ"]);
+    match (head, time) {
+        (Some(head), Some(time)) => (head, time),
+        _ => ("unknown".into(), "0001-01-01T00:00:00Z".into()),
+    }
+}
