@@ -1,6 +1,7 @@
 # syntax=docker/dockerfile:1
 # The controller's image: a static-enough release binary on distroless (glibc, CA certificates for alert
-# webhooks, no shell), running as a non-root user with a read-only root filesystem (nothing is written).
+# webhooks, no shell), running as a non-root user (65534, "nobody", the chart's and upstream's runAsUser) with a
+# read-only root filesystem (nothing is written).
 #
 # Multi-arch: docker buildx build --platform linux/amd64,linux/arm64 -t <registry>/reloader:<tag> .
 # Each platform compiles natively (under emulation when needed); `make test` builds the same release binary
@@ -16,6 +17,6 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
 
 FROM gcr.io/distroless/cc-debian12:nonroot
 COPY --from=build /reloader /reloader
-USER 65532:65532
+USER 65534:65534
 EXPOSE 9090
 ENTRYPOINT ["/reloader"]

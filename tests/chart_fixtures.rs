@@ -163,12 +163,15 @@ fn cases() -> Vec<String> {
     names
 }
 
-/// Our chart with upstream's values.yaml and the case's overrides, as `helm template` args.
+/// Our chart with upstream's values.yaml and the case's overrides, as `helm template` args; then the image keys
+/// a migrating user sets when the chart refuses upstream's image (tests/chart/our-image.yaml; the refusal itself
+/// is `packaging.rs`'s).
 fn values_args(case: &str) -> Vec<String> {
     let mut args = vec!["--values".into(), path_arg(fixtures().join("values.yaml"))];
     if case != "default" {
         args.extend(["--values".into(), path_arg(fixtures().join(format!("cases/{case}.yaml")))]);
     }
+    args.extend(["--values".into(), path_arg(repo().join("tests/chart/our-image.yaml"))]);
     args
 }
 

@@ -136,7 +136,11 @@ fn added_values_render_their_flags_and_defaults_render_none() {
 
 #[test]
 fn broken_installs_fail_at_render_time_with_the_reason() {
-    let cases: [(&[&str], &str); 7] = [
+    let refused_image = "is upstream Stakater Reloader's controller, which this chart cannot run";
+    let cases: [(&[&str], &str); 10] = [
+        (&["--set", "image.repository=ghcr.io/stakater/reloader"], refused_image),
+        (&["--set", "global.imageRegistry=registry.internal,image.name=stakater/reloader"], refused_image),
+        (&["--set", "reloader.deployment.image.name=docker.io/stakater/reloader"], refused_image),
         (
             &["--set", "reloader.ignoreSecrets=true", "--set", "reloader.ignoreConfigMaps=true"],
             "reloader.ignoreSecrets and reloader.ignoreConfigMaps are both true",
@@ -166,6 +170,41 @@ fn broken_installs_fail_at_render_time_with_the_reason() {
             Err(e) => assert!(e.contains(message), "{values:?}: expected {message:?} in {e}"),
         }
     }
+    // Upstream's own values.yaml, verbatim: refused, naming the image and the way out.
+    let upstream = repo().join("tests/chart/upstream/values.yaml").display().to_string();
+    let e = template_text("reloader", "reloader", &["--values", &upstream]).expect_err("upstream's image refused");
+    assert!(e.contains("the image ghcr.io/stakater/reloader is upstream") && e.contains("Remove image.name"), "{e}");
+}
+
+/// The schema's duration values accept what the controller's flags accept (a Go duration, `0`, or empty for the
+/// default), and refuse what they refuse, so a value that renders also starts.
+#[test]
+fn duration_values_render_exactly_when_the_flag_accepts_them() {
+    for value in ["0", "0s", "1.5s", ".5s", "1h30m", "200ms", "+2s", "10x", "-1s", "5", "s"] {
+        let flag_accepts = reloader::duration::parse_go_duration(value).is_ok();
+        for key in ["reloader.coalesceWindow", "reloader.rollouts.timeout"] {
+            let set = format!("{key}={value}");
+            let renders = template_text("reloader", "reloader", &["--set-string", &set]).is_ok();
+            assert_eq!(renders, flag_accepts, "{set}: the chart and the flag disagree");
+        }
+    }
+}
+
+#[test]
+fn the_disruption_budget_never_blocks_a_drain_by_default() {
+    let budget = |extra: &[&str]| {
+        let mut args = vec!["--set", "reloader.podDisruptionBudget.enabled=true"];
+        args.extend(extra);
+        find(&template("reloader", "reloader", &args), "PodDisruptionBudget", None)["spec"].clone()
+    };
+    // One replica and minAvailable 1 would refuse every eviction: the default allows one pod down.
+    assert_eq!(budget(&[])["maxUnavailable"], json!(1));
+    assert_eq!(budget(&[])["minAvailable"], json!(null));
+    // Upstream's keys still decide when set (maxUnavailable wins when both are).
+    assert_eq!(budget(&["--set", "reloader.podDisruptionBudget.minAvailable=1"])["minAvailable"], json!(1));
+    let both =
+        budget(&["--set", "reloader.podDisruptionBudget.minAvailable=1,reloader.podDisruptionBudget.maxUnavailable=0"]);
+    assert_eq!((both["maxUnavailable"].clone(), both["minAvailable"].clone()), (json!(0), json!(null)));
 }
 
 #[test]

@@ -26,18 +26,20 @@ fn image(objects: &[Value]) -> String {
 fn notes(extra: &[&str]) -> String {
     let chart = chart_dir().display().to_string();
     let values = path_arg(fixtures().join("values.yaml"));
+    let image = path_arg(super::repo().join("tests/chart/our-image.yaml"));
     let mut args = vec!["install", "rl", &chart, "--namespace", "reloader", "--dry-run=client", "--values", &values];
+    args.extend(["--values", &image]);
     args.extend_from_slice(extra);
     let out = helm(&args);
     out.split("NOTES:").nth(1).unwrap_or_else(|| panic!("no NOTES in {out}")).to_owned()
 }
 
 #[test]
-fn the_image_follows_upstreams_rule_with_this_projects_image() {
+fn the_image_follows_upstreams_rule_and_refuses_upstreams_image() {
     let ours = |repository: &str| format!("{repository}:{}", app_version());
-    // Upstream's values.yaml names upstream's image: ours at the same registry, our version.
+    // The image keys a migrating user sets (tests/chart/our-image.yaml): ours, our version.
     assert_eq!(image(&render("default", &[])), ours("ghcr.io/reloader-rs/reloader"));
-    // global.imageRegistry (a mirror): <registry>/<name>, upstream's name read as ours.
+    // global.imageRegistry (a mirror): <registry>/<name>.
     assert_eq!(image(&render("image", &[])), ours("registry.internal/reloader-rs/reloader"));
     // Any other image is used as given, with upstream's precedence: registry, then digest, then tag.
     let set = |pairs: &str| render("default", &["--set", pairs]);
@@ -50,8 +52,14 @@ fn the_image_follows_upstreams_rule_with_this_projects_image() {
         image(&set("global.imageRegistry=mirror.local,image.name=team/reloader,image.tag=v9")),
         "mirror.local/team/reloader:v9"
     );
-    // Docker Hub's upstream image maps to this project's registry.
-    assert_eq!(image(&set("image.repository=docker.io/stakater/reloader")), ours("ghcr.io/reloader-rs/reloader"));
+    // Upstream's image is refused, wherever it is given (packaging.rs checks the message).
+    for upstream in ["image.repository=docker.io/stakater/reloader", "reloader.deployment.image.name=stakater/reloader"]
+    {
+        let mut args = values_args("default");
+        args.extend(["--set".into(), upstream.into()]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        assert!(template_text("rl", "reloader", &args).is_err(), "{upstream} rendered");
+    }
     // This chart's earlier keys still win when set.
     let legacy = set("reloader.deployment.image.name=my.registry/r,reloader.deployment.image.tag=v1");
     assert_eq!(image(&legacy), "my.registry/r:v1");
@@ -111,7 +119,6 @@ fn notes_say_where_upstream_drops_a_value() {
     assert!(text.contains("WARNING: reloader.webhookUrl is set but not passed to the controller"), "{text}");
     assert!(text.contains("serviceMonitor.enabled is true but the cluster does not serve monitoring"), "{text}");
     assert!(text.contains("verticalPodAutoscaler.enabled is true but the cluster does not serve"), "{text}");
-    assert!(text.contains("the image ghcr.io/stakater/reloader is upstream Stakater Reloader's"), "{text}");
     // With custom annotations the flag is rendered (as upstream), and nothing is said.
     let global = case("global");
     assert!(!notes(&["--values", &global]).contains("webhookUrl"));

@@ -5,11 +5,10 @@ reloader.deployment.image.{name,tag,digest} (this chart's earlier place; `name` 
 upstream charts) win over image.{repository,tag,digest} when set.
 
 An image that names upstream's own controller (a path ending in stakater/reloader: upstream's values.yaml copied
-verbatim, or a mirror of it) is read as this project's image at the same registry, with this chart's appVersion:
-upstream's Go controller does not understand this chart's flags and probes. Docker Hub's stakater/reloader maps to
-this project's default registry. NOTES.txt says when this happened.
+verbatim, or a mirror of it) is refused at render time: upstream's Go controller does not understand this chart's
+flags and probes, and swapping the image underneath a release would run an image nobody chose.
 */}}
-{{- define "reloader-image.parts" -}}
+{{- define "reloader-image" -}}
 {{- $img := .Values.image | default dict -}}
 {{- $legacy := .Values.reloader.deployment.image | default dict -}}
 {{- $registry := (.Values.global | default dict).imageRegistry -}}
@@ -23,26 +22,13 @@ this project's default registry. NOTES.txt says when this happened.
 {{- $digest = $legacy.digest | default $img.digest | default "" -}}
 {{- end -}}
 {{- $upstream := "stakater/reloader" -}}
-{{- $replaced := "" -}}
 {{- if or (eq $ref $upstream) (hasSuffix (printf "/%s" $upstream) $ref) -}}
-{{- $replaced = $ref -}}
-{{- $prefix := trimSuffix $upstream $ref -}}
-{{- if has $prefix (list "" "docker.io/" "index.docker.io/" "registry-1.docker.io/") -}}
-{{- $prefix = "ghcr.io/" -}}
+{{- fail (printf "the image %s is upstream Stakater Reloader's controller, which this chart cannot run (it does not understand this chart's flags and probes). Remove image.name, image.repository and image.tag (and reloader.deployment.image.*) from your values to use this chart's image (ghcr.io/reloader-rs/reloader:%s), or point image.repository (image.name with global.imageRegistry) at where you pushed this project's image (make image)" $ref .Chart.AppVersion) -}}
 {{- end -}}
-{{- $ref = printf "%sreloader-rs/reloader" $prefix -}}
-{{- $tag = "" -}}
-{{- $digest = "" -}}
-{{- end -}}
-{{- toJson (dict "ref" $ref "tag" ($tag | default .Chart.AppVersion) "digest" $digest "replaced" $replaced) -}}
-{{- end -}}
-
-{{- define "reloader-image" -}}
-{{- $p := fromJson (include "reloader-image.parts" .) -}}
-{{- if $p.digest -}}
-{{- printf "%s@%s" $p.ref $p.digest -}}
+{{- if $digest -}}
+{{- printf "%s@%s" $ref $digest -}}
 {{- else -}}
-{{- printf "%s:%s" $p.ref $p.tag -}}
+{{- printf "%s:%s" $ref ($tag | default .Chart.AppVersion) -}}
 {{- end -}}
 {{- end -}}
 
