@@ -42,8 +42,13 @@ impl Reloader {
     /// Starts the binary with exactly `args` and returns at once. `env` comes last, so it may replace the
     /// test cluster's admin `KUBECONFIG` (e.g. with a ServiceAccount's).
     pub fn spawn(args: &[&str], env: &[(&str, &str)]) -> Self {
+        Self::spawn_binary(std::path::Path::new(env!("CARGO_BIN_EXE_reloader")), args, env)
+    }
+
+    /// Like [`Reloader::spawn`], with another build of the binary (e.g. the one taken out of the image).
+    pub fn spawn_binary(binary: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> Self {
         let kubeconfig = testenv::harness::kubeconfig_path();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_reloader"))
+        let mut child = Command::new(binary)
             .arg("--metrics-addr=127.0.0.1:0")
             .args(args)
             .env("KUBECONFIG", &kubeconfig)
