@@ -82,3 +82,14 @@ async fn a_conflicting_takeover_of_an_expired_lease_means_someone_else_won() {
     server.await.expect("server");
     assert_eq!(attempt.ok(), Some(Attempt::Other("other".into())));
 }
+
+#[tokio::test]
+async fn an_election_that_cannot_start_closes_the_leadership_channel() {
+    let cfg = elector(Client::new(tower_test::mock::pair::<http::Request<Body>, http::Response<Body>>().0, "ns")).cfg;
+    let failing = async { Err(kube::Error::LinesCodecMaxLineLengthExceeded) };
+    let mut leadership = Leadership::elect(failing, &cfg);
+    // The controller reads a closed channel as "leader election stopped" and exits with an error.
+    let changed = tokio::time::timeout(Duration::from_secs(5), leadership.is_leader.changed()).await;
+    assert!(matches!(changed, Ok(Err(_))), "the channel must close: {changed:?}");
+    assert!(!*leadership.is_leader.borrow());
+}

@@ -123,11 +123,19 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// How long the Events still held may take to be published after that (within the Pod's default 30 s grace).
 const EVENTS_GRACE: Duration = Duration::from_secs(5);
 
-/// The controller stopped because this replica lost the lease (upstream v1 then marks `/live` unhealthy so the
-/// kubelet restarts it; we also exit, like v2).
+/// Why the controller stopped without being asked to: the process then exits with an error, so the kubelet
+/// restarts it and its status says it failed.
 #[derive(Debug, thiserror::Error)]
-#[error("no longer leader, shutting down")]
-pub struct LostLeadership;
+pub enum Stopped {
+    /// This replica lost the lease (upstream v1 then marks `/live` unhealthy so the kubelet restarts it; we also
+    /// exit, like v2).
+    #[error("no longer leader, shutting down")]
+    LostLeadership,
+    /// Leader election ended before shutdown (it could not start; its error is logged): this replica could never
+    /// lead, so staying up as a follower would only hide that nothing reloads.
+    #[error("leader election stopped, so this replica can never lead: exiting")]
+    ElectionStopped,
+}
 
 /// Runs the controller until `shutdown` is cancelled; in-flight writes finish (within a bound) before it
 /// returns. `health` turns ready once every watch has synced. Workers write only while `leader` is true; every
@@ -139,7 +147,7 @@ pub async fn run(
     metrics: Arc<Metrics>,
     health: Arc<Health>,
     mut leader: tokio::sync::watch::Receiver<bool>,
-) -> Result<(), LostLeadership> {
+) -> Result<(), Stopped> {
     let (mut missing, present) = discover(&client, &settings.optional).await;
     let mut sources = settings.watch.sources.clone();
     sources.extend(present);
@@ -217,9 +225,10 @@ pub async fn run(
                 } else if !is_leader && was_leader {
                     warn!("no longer leader, shutting down");
                     ctx.health.set_not_live();
-                    result = Err(LostLeadership);
+                    result = Err(Stopped::LostLeadership);
                     break;
                 } else if changed.is_err() {
+                    result = Err(Stopped::ElectionStopped);
                     break;
                 }
                 was_leader = is_leader;
