@@ -15,6 +15,7 @@ BENCH_COALESCING := target/release/reloader --coalesce-window=1s --metrics-addr=
 
 .PHONY: test run lint testenv-binaries build release manifests bench bench-quick bench-build image image-check
 
+# `make test KUBE_VERSION=v1.34.4` runs it against another Kubernetes (testenv/versions.env; built once, cached).
 # A fresh clone builds once: incremental caches would only add ~1.7 GB of target/ (see [profile.dev] in Cargo.toml).
 test: export CARGO_INCREMENTAL = 0
 test: lint build release
