@@ -140,3 +140,28 @@ async fn the_controller_runs_with_the_allocator_tunables_and_keeps_a_users_own()
     assert!(has_tunables(users.pid(), "glibc.malloc.arena_max=1"));
     assert!(!has_tunables(users.pid(), reloader::allocator::TUNABLES));
 }
+
+#[test]
+fn every_visible_flag_has_a_row_in_the_readmes_flag_tables() {
+    use clap::CommandFactory;
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).expect("README");
+    // The flags in the first cell of a table row: "| `--a`, `--b` (also `--c`) | …" (`*`: any part of a name).
+    let documented: Vec<String> = readme
+        .lines()
+        .filter(|l| l.starts_with("| `--"))
+        .flat_map(|l| l.split(" |").next().unwrap_or_default().split('`').map(str::to_owned).collect::<Vec<_>>())
+        .filter_map(|token| token.strip_prefix("--").map(str::to_owned))
+        .collect();
+    let covers = |pattern: &str, name: &str| match pattern.split_once('*') {
+        Some((head, tail)) => name.starts_with(head) && name.ends_with(tail),
+        None => pattern == name,
+    };
+    let command = reloader::config::Args::command();
+    let missing: Vec<&str> = command
+        .get_arguments()
+        .filter(|a| !a.is_hide_set())
+        .filter_map(|a| a.get_long())
+        .filter(|long| !documented.iter().any(|p| covers(p, long)))
+        .collect();
+    assert!(missing.is_empty(), "flags without a README row: {missing:?}");
+}
