@@ -1,4 +1,4 @@
-//! What this binary is: its release version (Cargo.toml, set by `make release`) and the commit it was built from
+//! What this binary is: its release version (Cargo.toml) and the commit it was built from
 //! (build.rs: from the environment or git; `unknown` and upstream's zero time when neither knows). Shown by
 //! `--version` and published in the meta-info ConfigMap's `buildInfo`, as upstream's ldflags do.
 
