@@ -13,12 +13,12 @@ BENCH_ARGS ?=
 BENCH_OURS := target/release/reloader --coalesce-window=0s --metrics-addr=127.0.0.1:0
 BENCH_COALESCING := target/release/reloader --coalesce-window=1s --metrics-addr=127.0.0.1:0
 
-.PHONY: test run lint testenv-binaries build release manifests bench bench-quick bench-build image image-check
+.PHONY: test run lint testenv-binaries build release release-binary manifests bench bench-quick bench-build image image-check
 
 # `make test KUBE_VERSION=v1.34.4` runs it against another Kubernetes (testenv/versions.env; built once, cached).
 # A fresh clone builds once: incremental caches would only add ~1.7 GB of target/ (see [profile.dev] in Cargo.toml).
 test: export CARGO_INCREMENTAL = 0
-test: lint build release
+test: lint build release-binary
 	$(TESTENV) build >/dev/null
 	$(TESTENV) run --name test -- $(CARGO) test --workspace --all-targets -- --test-threads=$(TEST_THREADS)
 
@@ -29,12 +29,18 @@ lint:
 build:
 	$(CARGO) build --workspace --all-targets
 
-# The binary the container image ships (see Dockerfile), and a check that its code layout list still matches it
+# The release binary (glibc; what the benchmarks measure), and a check that its code layout list still matches it
 # (build.rs; regenerate with build/symbol-order.sh): a warning here, since a stale list costs memory, not
 # correctness; the benchmarks, whose figures depend on it, refuse a stale list.
-release:
+release-binary:
 	$(CARGO) build --release --locked --bin reloader
 	build/check-symbol-order.sh target/release/reloader
+
+# A release: `make release VERSION=x.y.z` sets the version everywhere, commits and tags it locally, builds the
+# image, the packaged chart, the rendered manifest and their checksums into target/release-x.y.z/, and prints the
+# commands that publish them (build/release.sh). Nothing leaves this machine.
+release: testenv-binaries
+	build/release.sh "$(VERSION)"
 
 # The controller's multi-arch OCI image (linux/amd64, linux/arm64) without a container daemon: static musl binaries,
 # assembled by crane into target/image/oci and target/image/reloader-<version>.oci.tar (build/image.sh says how).

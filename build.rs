@@ -17,7 +17,7 @@
 //! Only for the release profile on x86_64 Linux, whose default linker (rust-lld since Rust 1.90) knows
 //! `--symbol-ordering-file`. A build with another linker sets `RELOADER_SYMBOL_ORDER=off`. A stale list only
 //! loses the gain: unknown names are skipped. Editing code keeps the names; changing the crate's dependencies
-//! or the toolchain renames many (`make release` checks how many still match).
+//! or the toolchain renames many (`make release-binary` checks how many still match).
 
 use std::env;
 use std::path::Path;

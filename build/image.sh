@@ -48,7 +48,7 @@ CREATED=$(TZ=UTC git -C "$ROOT" show -s --format=%cd --date=format-local:%Y-%m-%
   || echo 1970-01-01T00:00:00Z)
 SOURCE=$(awk -F'"' '/^repository *=/{print $2; exit}' "$ROOT/Cargo.toml")
 rm -rf "$OUT" && mkdir -p "$OUT/layers"
-# Symbols are for profiling (`make release` keeps them); the image's binaries go without (a quarter of the size).
+# Symbols are for profiling (`make release-binary` keeps them); the image's binaries go without (a quarter of the size).
 export CARGO_PROFILE_RELEASE_STRIP=symbols
 
 triple() { case $1 in amd64) echo x86_64-unknown-linux-musl;; arm64) echo aarch64-unknown-linux-musl;; *) die "platform $1?";; esac; }

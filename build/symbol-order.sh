@@ -3,7 +3,7 @@
 # benchmark scenarios S1–S13 on a local control plane with the controller under callgrind, and lists every
 # function of the binary that ran, the most executed first. About 5 minutes once built; needs valgrind.
 #
-# Rerun it when `make release` reports that the list no longer matches the binary (a new Rust toolchain or a
+# Rerun it when `make release-binary` reports that the list no longer matches the binary (a new Rust toolchain or a
 # change to the crate's dependencies renames many symbols; see build/check-symbol-order.sh).
 set -eu
 cd "$(dirname "$0")/.."
