@@ -13,14 +13,18 @@ BENCH_ARGS ?=
 BENCH_OURS := target/release/reloader --coalesce-window=0s --metrics-addr=127.0.0.1:0
 BENCH_COALESCING := target/release/reloader --coalesce-window=1s --metrics-addr=127.0.0.1:0
 
-.PHONY: test run lint testenv-binaries build release release-binary manifests bench bench-quick bench-build image image-check
+.PHONY: test test-oldest run lint testenv-binaries build release release-binary manifests bench bench-quick bench-build image image-check
 
-# `make test KUBE_VERSION=v1.34.4` runs it against another Kubernetes (testenv/versions.env; built once, cached).
+# `make test KUBE_VERSION=v1.34.4` runs it against another Kubernetes (testenv/versions.env; built once, cached);
+# `make test-oldest` against the oldest one pinned there (K8S_OLDEST_TESTED), as before a release.
 # A fresh clone builds once: incremental caches would only add ~1.7 GB of target/ (see [profile.dev] in Cargo.toml).
 test: export CARGO_INCREMENTAL = 0
 test: lint build release-binary
 	$(TESTENV) build >/dev/null
 	$(TESTENV) run --name test -- $(CARGO) test --workspace --all-targets -- --test-threads=$(TEST_THREADS)
+
+test-oldest:
+	$(MAKE) test KUBE_VERSION="$$(. testenv/versions.env && echo "$$K8S_OLDEST_TESTED")"
 
 lint:
 	$(CARGO) fmt --all -- --check

@@ -60,7 +60,9 @@ cp deploy/kubernetes/reloader.yaml "$OUT/reloader-$VERSION.yaml"
 cp CHANGELOG.md "$OUT/"
 (cd "$OUT" && sha256sum "reloader-$VERSION.tgz" "reloader-$VERSION.yaml" "image/reloader-$VERSION.oci.tar" \
    image/reloader-linux-amd64 image/reloader-linux-arm64 > SHA256SUMS)
-CRANE=$(ls -d "${RELOADER_TOOLS_CACHE:-$HOME/.cache/reloader-rs/tools}"/crane-*/crane | tail -1)
+# shellcheck source=versions.env
+. build/versions.env
+CRANE=${RELOADER_TOOLS_CACHE:-$HOME/.cache/reloader-rs/tools}/crane-$CRANE_VERSION/crane  # as build/image.sh
 cat <<EOF
 
 Release $VERSION prepared in $OUT:
