@@ -84,10 +84,6 @@ fn elf_machine_and_dynamic(path: &Path) -> (u16, bool) {
     (machine, dynamic)
 }
 
-fn git_head() -> String {
-    built_commit().0
-}
-
 #[tokio::test]
 #[ignore = "needs `make image` (run by `make image-check`)"]
 async fn the_image_holds_a_static_binary_per_platform_and_the_amd64_one_reloads() {
@@ -105,7 +101,7 @@ async fn the_image_holds_a_static_binary_per_platform_and_the_amd64_one_reloads(
         assert_eq!(config["config"]["User"], "65534:65534", "non-root, the chart's runAsUser");
         assert_eq!(config["config"]["Entrypoint"], json!(["/reloader"]));
         let labels = &config["config"]["Labels"];
-        assert_eq!(labels["org.opencontainers.image.revision"], git_head().as_str(), "{labels}");
+        assert_eq!(labels["org.opencontainers.image.revision"], built_commit().0.as_str(), "{labels}");
         assert_eq!(labels["org.opencontainers.image.version"], env!("CARGO_PKG_VERSION"), "{labels}");
         assert_eq!(labels["org.opencontainers.image.licenses"], "Apache-2.0", "{labels}");
 
@@ -133,7 +129,7 @@ async fn the_image_holds_a_static_binary_per_platform_and_the_amd64_one_reloads(
         assert!(!dynamic, "{platform}: the binary is static (the image has no libc)");
     }
 
-    let version = format!("reloader {} (commit {}", env!("CARGO_PKG_VERSION"), git_head());
+    let version = format!("reloader {} (commit {}", env!("CARGO_PKG_VERSION"), built_commit().0);
     let amd64 = scratch.join("amd64/reloader");
     let out = Command::new(&amd64).arg("--version").output().expect("run the amd64 binary");
     assert!(String::from_utf8_lossy(&out.stdout).starts_with(&version), "{out:?}");

@@ -137,8 +137,9 @@ fn added_values_render_their_flags_and_defaults_render_none() {
 #[test]
 fn broken_installs_fail_at_render_time_with_the_reason() {
     let refused_image = "is upstream Stakater Reloader's controller, which this chart cannot run";
-    let cases: [(&[&str], &str); 10] = [
+    let cases: [(&[&str], &str); 11] = [
         (&["--set", "image.repository=ghcr.io/stakater/reloader"], refused_image),
+        (&["--set", "reloader.deployment.image.name=stakater/reloader"], refused_image),
         (&["--set", "global.imageRegistry=registry.internal,image.name=stakater/reloader"], refused_image),
         (&["--set", "reloader.deployment.image.name=docker.io/stakater/reloader"], refused_image),
         (
