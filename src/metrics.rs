@@ -5,8 +5,8 @@
 //! Upstream v1 double-counts `reloader_reconcile_total`; we count each reconcile once.
 
 use prometheus::{
-    Encoder, Gauge, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
-    Registry, TextEncoder,
+    Counter, Encoder, Gauge, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec,
+    Opts, Registry, TextEncoder,
 };
 
 /// Every metric the controller exports.
@@ -41,7 +41,8 @@ pub struct Metrics {
     pub events_received: IntCounterVec,
     /// `reloader_workloads_matched_total{kind}`: workloads written for a reload.
     pub workloads_matched: IntCounterVec,
-    /// `reloader_watch_restarts_total{resource}` (ours): watch failures that forced a re-watch or relist.
+    /// `reloader_watch_restarts_total{resource}` (ours): watch failures that forced a re-watch or relist; `resource`
+    /// as in `reloader_watch_failing` (`configmaps`, `deployments.apps`…), each watched one starting at 0.
     pub watch_restarts: IntCounterVec,
     /// `reloader_watch_failing{resource,namespace}` (ours): 1 while that watch fails (forbidden, API removed,
     /// API server unreachable), 0 once it delivers again.
@@ -58,6 +59,10 @@ pub struct Metrics {
     pub waiting: IntGaugeVec,
     /// `reloader_ready` (ours): 1 once every watch has synced.
     pub ready: Gauge,
+    /// `reloader_write_limiter_wait_seconds_total` (ours): time writes spent waiting for the write rate limit
+    /// (`--kube-api-qps`); its rate is the average number of writes waiting, so a rate that stays high says the
+    /// limit, not the API server, paces reloads.
+    pub write_limiter_wait: Counter,
     /// `rest_client_requests_total{code,method,host}`: every API request the controller makes.
     pub rest_requests: IntCounterVec,
     /// `reloader_alerts_total{result}` (ours): alerts and webhooks sent, failed after retries, or dropped.
@@ -69,6 +74,15 @@ pub struct Metrics {
     pub rest_duration: HistogramVec,
 }
 
+/// Label values known up front. Their series start at 0, so `rate()` sees the first increment (a series that
+/// appears at 1 hides it from `rate()` and `increase()`, and alerts on it stay silent) and a dashboard shows a line
+/// at 0, not "no data".
+const RECONCILE_RESULTS: &[&str] = &["success", "skipped", "error"];
+const SKIP_REASONS: &[&str] =
+    &["no_data_change", "ignored_or_not_selected", "strategy_not_updated", "rollout_budget", "held", "wave", "window"];
+const ERROR_TYPES: &[&str] = &["handler_error", "watch_error", "event_publish", "event_dropped", "record_refused"];
+const ALERT_RESULTS: &[&str] = &["sent", "failed", "dropped"];
+
 const RECONCILE_BUCKETS: &[f64] = &[0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
 const ACTION_BUCKETS: &[f64] = &[0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
 /// upstream v1's buckets for `rest_client_request_duration_seconds`.
@@ -78,6 +92,15 @@ const QUEUE_BUCKETS: &[f64] = &[0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
 fn counter_vec(r: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
     let c = IntCounterVec::new(Opts::new(name, help), labels).unwrap_or_else(|e| panic!("metric {name}: {e}"));
     r.register(Box::new(c.clone())).unwrap_or_else(|e| panic!("register {name}: {e}"));
+    c
+}
+
+/// A counter with one label whose values are known: each starts at 0.
+fn counter_vec_of(r: &Registry, name: &str, help: &str, label: &str, values: &[&str]) -> IntCounterVec {
+    let c = counter_vec(r, name, help, &[label]);
+    for v in values {
+        c.with_label_values(&[v]);
+    }
     c
 }
 
@@ -145,6 +168,11 @@ impl Metrics {
             IntCounter::new("reloader_reconcile_panics_total", "Reconciles that panicked, contained and retried")
                 .unwrap_or_else(|e| panic!("{e}"));
         let ready = Gauge::new("reloader_ready", "1 once every watch has synced").unwrap_or_else(|e| panic!("{e}"));
+        let write_limiter_wait = Counter::new(
+            "reloader_write_limiter_wait_seconds_total",
+            "Time writes spent waiting for the write rate limit (--kube-api-qps)",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
         let leader = IntGaugeVec::new(
             Opts::new("leader_election_master_status", "1 while this replica is the leader"),
             &["name"],
@@ -161,6 +189,7 @@ impl Metrics {
             Box::new(watch_failing.clone()),
             Box::new(panics.clone()),
             Box::new(ready.clone()),
+            Box::new(write_limiter_wait.clone()),
             Box::new(leader.clone()),
             Box::new(prometheus::process_collector::ProcessCollector::for_self()),
         ] {
@@ -169,7 +198,13 @@ impl Metrics {
         Self {
             reload_executed,
             reload_executed_by_namespace,
-            reconcile: counter_vec(&r, "reloader_reconcile_total", "Reconciles, by result", &["result"]),
+            reconcile: counter_vec_of(
+                &r,
+                "reloader_reconcile_total",
+                "Reconciles, by result",
+                "result",
+                RECONCILE_RESULTS,
+            ),
             reconcile_duration: histogram_vec(
                 &r,
                 "reloader_reconcile_duration_seconds",
@@ -190,13 +225,14 @@ impl Metrics {
                 &["workload_kind"],
                 ACTION_BUCKETS,
             ),
-            skipped: counter_vec(
+            skipped: counter_vec_of(
                 &r,
                 "reloader_skipped_total",
                 "Events or reconciles that needed no action, by reason",
-                &["reason"],
+                "reason",
+                SKIP_REASONS,
             ),
-            errors: counter_vec(&r, "reloader_errors_total", "Errors, by type", &["type"]),
+            errors: counter_vec_of(&r, "reloader_errors_total", "Errors, by type", "type", ERROR_TYPES),
             events_received: counter_vec(
                 &r,
                 "reloader_events_received_total",
@@ -215,11 +251,12 @@ impl Metrics {
                 "Kubernetes API requests by code, method and host",
                 &["code", "method", "host"],
             ),
-            alerts: counter_vec(
+            alerts: counter_vec_of(
                 &r,
                 "reloader_alerts_total",
                 "Alerts and webhooks by result (sent, failed, dropped)",
-                &["result"],
+                "result",
+                ALERT_RESULTS,
             ),
             watch_restarts: counter_vec(
                 &r,
@@ -237,6 +274,7 @@ impl Metrics {
             watch_failing,
             panics,
             ready,
+            write_limiter_wait,
             leader,
             rest_duration: histogram_vec(
                 &r,

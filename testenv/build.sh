@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the test control plane from the Go module proxy: kube-apiserver, kube-controller-manager,
-# kube-scheduler, kubectl (k8s.io/kubernetes), etcd (go.etcd.io/etcd/server/v3) and kwok.
+# kube-scheduler, kubectl (k8s.io/kubernetes), etcd (go.etcd.io/etcd/server/v3) and kwok; and the tools the
+# tests run besides it: helm, promtool, actionlint.
 # Idempotent: a binary whose --version already matches the pin is kept.
 # Usage: testenv/build.sh            -> prints the bin directory on its last line
 set -euo pipefail
@@ -170,9 +171,26 @@ build_helm() {
     "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" || die "go install helm.sh/helm/v3/cmd/helm@$HELM_VERSION failed"
 }
 
+build_promtool() {
+  if has promtool "$PROMETHEUS_VERSION" --version; then say "promtool $PROMETHEUS_VERSION: cached"; return; fi
+  say "promtool $PROMETHEUS_VERSION: building (~4 min)"
+  GOBIN="$BIN" go install -trimpath -ldflags "-s -w -X github.com/prometheus/common/version.Version=$PROMETHEUS_VERSION" \
+    "github.com/prometheus/prometheus/cmd/promtool@$PROMETHEUS_VERSION" \
+    || die "go install github.com/prometheus/prometheus/cmd/promtool@$PROMETHEUS_VERSION failed"
+}
+
+build_actionlint() {
+  if has actionlint "$ACTIONLINT_VERSION" --version; then say "actionlint $ACTIONLINT_VERSION: cached"; return; fi
+  say "actionlint $ACTIONLINT_VERSION: building"
+  GOBIN="$BIN" go install -trimpath -ldflags "-s -w" \
+    "github.com/rhysd/actionlint/cmd/actionlint@$ACTIONLINT_VERSION" \
+    || die "go install github.com/rhysd/actionlint/cmd/actionlint@$ACTIONLINT_VERSION failed"
+}
+
 build_etcd
 build_kwok
 build_k8s
-if [ "${TESTENV_WITH_HELM:-1}" = 1 ]; then build_helm; fi
+# The tools the tests run besides the control plane (chart renders, alert rules, workflow files).
+if [ "${TESTENV_WITH_HELM:-1}" = 1 ]; then build_helm; build_promtool; build_actionlint; fi
 say "binaries ready in $BIN"
 echo "$BIN"

@@ -24,7 +24,7 @@ mod watch;
 use std::{
     panic::AssertUnwindSafe,
     sync::{Arc, Mutex, MutexGuard, PoisonError},
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use futures::StreamExt;
@@ -112,7 +112,9 @@ impl Context {
     /// thread of its own): a replica that stepped down must not send the write (issue 27, finding 8).
     async fn write_slot(&self) -> bool {
         if let Some(limiter) = &self.limiter {
+            let asked = Instant::now();
             limiter.acquire().await;
+            self.metrics.write_limiter_wait.inc_by(asked.elapsed().as_secs_f64());
         }
         self.leads()
     }
@@ -192,6 +194,9 @@ pub async fn run(
         limiter,
         owed_jobs,
     });
+    // The gauges start at 0, so dashboards and alerts see a series from the start instead of an absence.
+    ctx.budget.report(&ctx.metrics.rollouts);
+    ctx.waiting.report(&ctx.metrics.waiting);
     let mut workers: Vec<_> =
         (0..ctx.settings.workers.max(1)).map(|_| tokio::spawn(worker(ctx.clone(), leader.clone()))).collect();
     workers.push(tokio::spawn(waiting::tick(ctx.clone())));

@@ -15,7 +15,7 @@ impl Observer {
     pub(super) fn failed(&mut self, id: usize, code: Option<u16>, message: &str, now: Instant) {
         let Some(info) = self.infos().get(id).cloned() else { return };
         let m = &self.ctx.metrics;
-        m.watch_restarts.with_label_values(&[&format!("{:?}", info.source)]).inc();
+        m.watch_restarts.with_label_values(&[info.source.api_resource()]).inc();
         m.errors.with_label_values(&["watch_error"]).inc();
         m.watch_failing
             .with_label_values(&[info.source.api_resource(), info.namespace.as_deref().unwrap_or("")])

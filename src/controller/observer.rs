@@ -104,8 +104,10 @@ impl Observer {
         observer
     }
 
-    /// Tells the index that a resource stream has not listed yet (plans keep the records of its kind).
+    /// Tells the index that a resource stream has not listed yet (plans keep the records of its kind), and
+    /// starts its restart counter at 0 (metrics.rs says why).
     fn register(&self, info: &StreamInfo) {
+        self.ctx.metrics.watch_restarts.with_label_values(&[info.source.api_resource()]);
         if let Source::Config(kind) = info.source {
             self.ctx.index().set_config_source_listed(kind, info.namespace.as_deref(), false);
         }
