@@ -6,6 +6,9 @@
 #
 #   docker buildx build --platform linux/amd64,linux/arm64 -t <registry>/reloader:<tag> .
 #
+# `--sbom=true` adds an SBOM made (by BuildKit's syft scanner) from the crate list cargo-auditable embeds in the
+# binary, as `make image` writes beside its image.
+#
 # Each platform cross-compiles on the build machine's own architecture (no emulation). Without `.git` in the
 # context, pass the commit: --build-arg RELOADER_BUILD_COMMIT=$(git rev-parse HEAD).
 FROM --platform=$BUILDPLATFORM docker.io/library/rust:1.95-slim-bookworm AS build

@@ -12,6 +12,7 @@
 #   OUT/oci/                         the OCI image layout (index of both platforms)
 #   OUT/reloader-<version>.oci.tar   the same layout as one tarball (`crane push OUT/oci <registry>/reloader:<tag>`)
 #   OUT/reloader-linux-<arch>        each platform's binary, as in its layer
+#   OUT/sbom-linux-<arch>.spdx.json  each platform's SBOM (syft, from the crate list cargo-auditable embeds)
 #   OUT/digest                       the index digest
 #
 # The version and commit come from Cargo.toml and git (build.rs) and land in the labels too.
@@ -28,14 +29,19 @@ die() { printf '[image] ERROR: %s\n' "$*" >&2; exit 1; }
 
 command -v go >/dev/null || die "go is not installed (Go ≥ 1.26, to build crane from the Go module proxy)"
 
-# crane, from the Go module proxy, cached by version.
-CRANE=$TOOLS/crane-$CRANE_VERSION/crane
-if ! [ -x "$CRANE" ] || [ "$("$CRANE" version 2>/dev/null)" != "$CRANE_VERSION" ]; then
-  say "crane $CRANE_VERSION: building from the Go module proxy (~1 min)"
-  GOTOOLCHAIN=local GOFLAGS=-buildvcs=false CGO_ENABLED=0 GOBIN=$(dirname "$CRANE") go install -trimpath \
-    -ldflags="-s -w -X github.com/google/go-containerregistry/cmd/crane/cmd.Version=$CRANE_VERSION" \
-    "github.com/google/go-containerregistry/cmd/crane@$CRANE_VERSION" || die "go install crane@$CRANE_VERSION failed"
-fi
+# go_tool NAME VERSION PACKAGE [LDFLAGS]: a tool from the Go module proxy, built once into $TOOLS/NAME-VERSION.
+go_tool() {
+  local bin=$TOOLS/$1-$2/$1
+  if ! [ -x "$bin" ]; then
+    say "$1 $2: building from the Go module proxy (1-3 min)"
+    GOTOOLCHAIN=local GOFLAGS=-buildvcs=false CGO_ENABLED=0 GOBIN=$(dirname "$bin") go install -trimpath \
+      -ldflags="-s -w ${4:-}" "$3@$2" >&2 || die "go install $3@$2 failed"
+  fi
+  echo "$bin"
+}
+CRANE=$(go_tool crane "$CRANE_VERSION" github.com/google/go-containerregistry/cmd/crane \
+  "-X github.com/google/go-containerregistry/cmd/crane/cmd.Version=$CRANE_VERSION")
+SYFT=$(go_tool syft "$SYFT_VERSION" github.com/anchore/syft/cmd/syft "-X main.version=$SYFT_VERSION")
 
 VERSION=$(awk -F'"' '/^\[package\]/{p=1} p && /^version *=/{print $2; exit}' "$ROOT/Cargo.toml")
 # The commit as build.rs sees it (RELOADER_BUILD_COMMIT/_TIME first), so labels and `--version` agree.
@@ -84,6 +90,12 @@ done
 "$CRANE" index append --insecure "${manifests[@]}" -t "$REPO:$VERSION" >/dev/null
 "$CRANE" pull --insecure --format oci "$REPO:$VERSION" "$OUT/oci"
 "$CRANE" digest --insecure "$REPO:$VERSION" >"$OUT/digest"
+# The SBOM of each platform's image (SPDX 2.3 JSON): syft reads the crates cargo-auditable embedded in the binary.
+for arch in $PLATFORMS; do
+  SYFT_CHECK_FOR_APP_UPDATE=false "$SYFT" scan --quiet --platform "linux/$arch" "oci-dir:$OUT/oci" \
+    --source-name reloader --source-version "$VERSION" -o "spdx-json=$OUT/sbom-linux-$arch.spdx.json" \
+    || die "syft could not write the SBOM of linux/$arch"
+done
 tar -C "$OUT/oci" --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -cf "$OUT/reloader-$VERSION.oci.tar" .
 rm -rf "$OUT/layers" "$PORT_FILE"
 say "reloader $VERSION ($COMMIT): $OUT/oci, index $(cat "$OUT/digest")"

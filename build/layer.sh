@@ -4,10 +4,12 @@
 #
 #   build/layer.sh <amd64|arm64> <folder>
 #
-# A static musl build of the controller (`cargo build --release --target <arch>-unknown-linux-musl`, symbols
-# stripped), compiled and linked by clang and lld (Debian: apt-get install clang lld llvm; one toolchain for both
-# architectures, no cross gcc), then: /reloader, the CA roots (alert webhooks over HTTPS), /etc/passwd and
-# /etc/group naming 65534 (for tools that look the user up; the process never does), and an empty /tmp.
+# A static musl build of the controller (`cargo auditable build --release --target <arch>-unknown-linux-musl`,
+# symbols stripped; cargo-auditable embeds the list of crates compiled in, which the image's SBOM is made from and
+# `cargo audit bin` checks), compiled and linked by clang and lld (Debian: apt-get install clang lld llvm; one
+# toolchain for both architectures, no cross gcc), then: /reloader, the CA roots (alert webhooks over HTTPS),
+# /etc/passwd and /etc/group naming 65534 (for tools that look the user up; the process never does), and an empty
+# /tmp.
 set -euo pipefail
 ARCH=${1:?usage: build/layer.sh <amd64|arm64> <folder>}
 DIR=${2:?usage: build/layer.sh <amd64|arm64> <folder>}
@@ -24,6 +26,15 @@ for tool in clang ld.lld llvm-ar; do
   command -v "$tool" >/dev/null || die "$tool is not installed (Debian: apt-get install clang lld llvm)"
 done
 [ -s "$CA_BUNDLE" ] || die "no CA bundle at $CA_BUNDLE (Debian: apt-get install ca-certificates, or set CA_BUNDLE)"
+# cargo-auditable, pinned in versions.env, installed once from crates.io.
+# shellcheck source=versions.env
+. "$ROOT/build/versions.env"
+AUDITABLE=${RELOADER_TOOLS_CACHE:-$HOME/.cache/reloader-rs/tools}/cargo-auditable-$CARGO_AUDITABLE_VERSION
+if ! [ -x "$AUDITABLE/bin/cargo-auditable" ]; then
+  cargo install --locked --quiet cargo-auditable --version "$CARGO_AUDITABLE_VERSION" --root "$AUDITABLE" >&2 \
+    || die "cargo install cargo-auditable@$CARGO_AUDITABLE_VERSION failed"
+fi
+export PATH=$AUDITABLE/bin:$PATH
 rustup target list --installed 2>/dev/null | grep -qx "$t" || rustup target add "$t" >&2 \
   || die "the Rust standard library for $t is missing: rustup target add $t"
 
@@ -32,7 +43,7 @@ T=$(echo "$t" | tr 'a-z-' 'A-Z_'); t_=${t//-/_}
 env "CC_$t_=clang" "AR_$t_=llvm-ar" "CARGO_TARGET_${T}_LINKER=clang" \
   "CARGO_TARGET_${T}_RUSTFLAGS=-C link-arg=--target=$t -C link-arg=-fuse-ld=lld -C target-feature=+crt-static" \
   CARGO_PROFILE_RELEASE_STRIP=symbols \
-  cargo build --release --locked --bin reloader --target "$t" --manifest-path "$ROOT/Cargo.toml" >&2
+  cargo auditable build --release --locked --bin reloader --target "$t" --manifest-path "$ROOT/Cargo.toml" >&2
 
 rm -rf "$DIR" && mkdir -p "$DIR/etc/ssl/certs" "$DIR/tmp"
 chmod 0755 "$DIR" "$DIR/etc" "$DIR/etc/ssl" "$DIR/etc/ssl/certs" && chmod 1777 "$DIR/tmp"

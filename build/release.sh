@@ -6,7 +6,8 @@
 #   2. sets the version: Cargo.toml (and Cargo.lock), the chart's version and appVersion, CHANGELOG.md's
 #      *Unreleased* becomes `## [x.y.z] - <date>`; regenerates the rendered manifests (their image tag);
 #   3. commits "Release x.y.z" and tags vx.y.z (locally);
-#   4. builds, from that commit: the image (build/image.sh: OCI layout and tarball, both platforms), the packaged
+#   4. builds, from that commit: the image (build/image.sh: OCI layout and tarball, both platforms, their SBOMs), the
+#      packaged
 #      chart (helm package), the rendered manifest, and SHA256SUMS of all of them.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -59,7 +60,8 @@ build/image.sh "$OUT/image"
 cp deploy/kubernetes/reloader.yaml "$OUT/reloader-$VERSION.yaml"
 cp CHANGELOG.md "$OUT/"
 (cd "$OUT" && sha256sum "reloader-$VERSION.tgz" "reloader-$VERSION.yaml" "image/reloader-$VERSION.oci.tar" \
-   image/reloader-linux-amd64 image/reloader-linux-arm64 > SHA256SUMS)
+   image/reloader-linux-amd64 image/reloader-linux-arm64 image/sbom-linux-amd64.spdx.json \
+   image/sbom-linux-arm64.spdx.json > SHA256SUMS)
 # shellcheck source=versions.env
 . build/versions.env
 CRANE=${RELOADER_TOOLS_CACHE:-$HOME/.cache/reloader-rs/tools}/crane-$CRANE_VERSION/crane  # as build/image.sh

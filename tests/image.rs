@@ -1,7 +1,8 @@
 //! The image `make image` built (`build/image.sh`), checked as a user's cluster would meet it: an OCI index for
 //! linux/amd64 and linux/arm64; each platform's one layer holds a static binary for that machine, the CA roots and
 //! no shell; the configs run /reloader as 65534 with the commit in the labels; the amd64 binary taken out of the
-//! layer reloads a Deployment on the test control plane, and the arm64 one answers `--version` under qemu-user.
+//! layer reloads a Deployment on the test control plane, and the arm64 one answers `--version` under qemu-user;
+//! each platform's SBOM lists the crates compiled in.
 //!
 //! Run by `make image-check` (it builds the image first); ignored in `make test`, where building two release
 //! binaries more would take a cold CI run past its budget. `RELOADER_IMAGE_DIR` names the image's folder.
@@ -9,11 +10,13 @@
 mod common;
 
 use std::{
+    collections::BTreeMap,
     path::{Path, PathBuf},
     process::Command,
 };
 
-use common::*;
+use common::{chart, *};
+use k8s_openapi::api::apps::v1::Deployment;
 use serde_json::{Value, json};
 
 fn image_dir() -> PathBuf {
@@ -127,6 +130,24 @@ async fn the_image_holds_a_static_binary_per_platform_and_the_amd64_one_reloads(
         let expected = if arch == "amd64" { 0x3e } else { 0xb7 }; // EM_X86_64, EM_AARCH64
         assert_eq!(machine, expected, "{platform}: the binary's machine");
         assert!(!dynamic, "{platform}: the binary is static (the image has no libc)");
+
+        // The SBOM beside the image lists the crates compiled in (embedded by cargo-auditable), at Cargo.lock's
+        // versions, and nothing that only the tests use.
+        let sbom_path = dir.join(format!("sbom-linux-{arch}.spdx.json"));
+        let sbom: Value = serde_json::from_str(&std::fs::read_to_string(&sbom_path).unwrap_or_default())
+            .unwrap_or_else(|e| panic!("{}: {e}", sbom_path.display()));
+        assert_eq!(sbom["spdxVersion"], "SPDX-2.3", "{platform}");
+        let packages: BTreeMap<&str, &str> = sbom["packages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| Some((p["name"].as_str()?, p["versionInfo"].as_str().unwrap_or_default())))
+            .collect();
+        assert_eq!(packages.get("reloader").copied(), Some(env!("CARGO_PKG_VERSION")), "{platform}: the SBOM");
+        for name in ["kube", "tokio", "rustls", "prometheus"] {
+            assert_eq!(packages.get(name).copied(), Some(locked_version(name).as_str()), "{platform}: {name}");
+        }
+        assert!(!packages.contains_key("tower-test"), "{platform}: a dev-dependency is not in the binary's SBOM");
     }
 
     let version = format!("reloader {} (commit {}", env!("CARGO_PKG_VERSION"), built_commit().0);
@@ -151,6 +172,118 @@ async fn the_image_holds_a_static_binary_per_platform_and_the_amd64_one_reloads(
     Kind::Deployment.wait_revisions(&ns, "web", 2).await;
     let value = Kind::Deployment.env(&ns, "web", "app", "STAKATER_CFG_CONFIGMAP").await;
     assert_eq!(value.as_deref(), Some(configmap_hash(&[("k", "2")]).as_str()));
+}
+
+/// "Build your own image", as the README's quick start says it: the image pushed with crane to a registry (one
+/// crane serves here), installed with helm and `--set image.repository=…`; the Deployment names that image, the
+/// registry serves it at the digest `make image` wrote, and the binary pulled from it, run with the installed
+/// Deployment's arguments and ServiceAccount, reloads a Deployment of the release's namespace.
+#[tokio::test]
+#[ignore = "needs `make image` (run by `make image-check`)"]
+async fn the_image_pushed_to_a_registry_installs_with_helm_and_reloads() {
+    let dir = image_dir();
+    let crane = crane();
+    let mut registry = KillOnDrop(
+        Command::new(&crane)
+            .args(["registry", "serve", "--address", "127.0.0.1:0"])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("crane registry serve"),
+    );
+    // Its log is read to the end (a registry whose stderr is closed dies at its next log line).
+    let stderr = registry.0.stderr.take().expect("stderr");
+    let (port_tx, port_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufRead::lines(std::io::BufReader::new(stderr)).map_while(Result::ok) {
+            if let Some(port) = line.split("serving on port ").nth(1) {
+                let _ = port_tx.send(port.trim().to_owned());
+            }
+        }
+    });
+    let port = port_rx.recv_timeout(std::time::Duration::from_secs(30)).expect("crane registry announces its port");
+    let repository = format!("127.0.0.1:{port}/reloader");
+    let image = format!("{repository}:{}", env!("CARGO_PKG_VERSION"));
+    let crane_run = |args: &[&str]| {
+        let out = Command::new(&crane).args(args).output().expect("run crane");
+        assert!(out.status.success(), "crane {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    crane_run(&["push", dir.join("oci").to_str().unwrap_or_default(), &image]);
+
+    let ns = TestNamespace::create("own-image").await;
+    let chart = chart::chart_dir().display().to_string();
+    let set_repository = format!("image.repository={repository}");
+    let release = ns.name.clone();
+    chart::helm(&[
+        "install",
+        &release,
+        &chart,
+        "-n",
+        &ns.name,
+        "--set",
+        &set_repository,
+        "--wait",
+        "--timeout",
+        "120s",
+    ]);
+    let deployment = ns.api::<Deployment>().get(&format!("{release}-reloader")).await.expect("the chart's Deployment");
+    let spec = deployment.spec.and_then(|s| s.template.spec).expect("pod spec");
+    assert_eq!(spec.containers[0].image.as_deref(), Some(image.as_str()), "the Deployment runs the pushed image");
+    let digest = std::fs::read_to_string(dir.join("digest")).expect("digest");
+    assert_eq!(crane_run(&["digest", &image]), digest.trim(), "the registry serves the image make image built");
+
+    // The binary as a node would run it: pulled from the registry (amd64), with the installed Deployment's
+    // arguments and environment and its ServiceAccount's permissions.
+    let scratch = tempdir("own-image");
+    let tarball = scratch.join("fs.tar");
+    crane_run(&["export", "--platform", "linux/amd64", &image, tarball.to_str().unwrap_or_default()]);
+    let untar = Command::new("tar").arg("-xf").arg(&tarball).arg("-C").arg(&scratch).arg("reloader").status();
+    assert!(untar.is_ok_and(|s| s.success()), "the image holds /reloader");
+    let manifest = chart::helm(&["get", "manifest", &release, "-n", &ns.name]);
+    let (args, mut env) = chart::container_command(&chart::parse_documents(&manifest), &ns.name, "reloader-0");
+    let client = testenv::harness::client().await;
+    let kubeconfig = chart::service_account_kubeconfig(&client, &ns.name, &format!("{release}-reloader")).await;
+    env.push(("KUBECONFIG".into(), kubeconfig.display().to_string()));
+    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
+    Kind::Deployment
+        .create(&ns, "web", json!({"reloader.stakater.com/auto": "true"}), json!({}), env_from_configmap("cfg"))
+        .await;
+    Kind::Deployment.wait_revisions(&ns, "web", 1).await;
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let reloader = Reloader::spawn_binary(&scratch.join("reloader"), &args, &env);
+    reloader.wait_log("watches synced").await;
+    set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
+    Kind::Deployment.wait_revisions(&ns, "web", 2).await;
+    drop(reloader);
+    chart::helm(&["uninstall", &release, "-n", &ns.name, "--wait"]);
+}
+
+/// A child process stopped when the test ends, however it ends.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// crane as `make image` built it (build/versions.env pins it; build/image.sh caches it).
+fn crane() -> PathBuf {
+    let pins = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/build/versions.env")).expect("pins");
+    let version = pins.lines().find_map(|l| l.strip_prefix("CRANE_VERSION=")).expect("CRANE_VERSION");
+    let tools = std::env::var("RELOADER_TOOLS_CACHE")
+        .unwrap_or_else(|_| format!("{}/.cache/reloader-rs/tools", std::env::var("HOME").unwrap_or_default()));
+    PathBuf::from(tools).join(format!("crane-{version}/crane"))
+}
+
+/// The version Cargo.lock pins for `crate_name` (one version of it in the lock file).
+fn locked_version(crate_name: &str) -> String {
+    let lock = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.lock")).expect("Cargo.lock");
+    let entry = format!("name = \"{crate_name}\"\nversion = \"");
+    let start = lock.find(&entry).map(|i| i + entry.len()).unwrap_or_else(|| panic!("{crate_name} not in Cargo.lock"));
+    lock[start..].split('"').next().unwrap_or_default().to_owned()
 }
 
 /// A fresh folder under target/ for this test's files.

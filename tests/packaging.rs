@@ -59,7 +59,8 @@ fn golden_renders_and_static_manifests_are_current() {
 #[test]
 fn upstream_values_render_upstream_flags() {
     let values = values_file("upstream-values");
-    // The cluster serves the monitoring and autoscaling APIs (upstream renders the ServiceMonitor and the VPA only then).
+    // The cluster serves the monitoring and autoscaling APIs (upstream renders the ServiceMonitor and the VPA only
+    // then).
     let apis = ["--api-versions", "monitoring.coreos.com/v1", "--api-versions", "autoscaling.k8s.io/v1"];
     let mut extra = vec!["--values", &values, "--set", "reloader.deployment.env.secret.DB_URL=x"];
     extra.extend(apis);
@@ -355,4 +356,22 @@ async fn the_charts_hash_key_values_give_a_key_and_the_rbac_to_read_it() {
     let value = Kind::Deployment.env(&ns, "app", "app", "STAKATER_DB_SECRET").await.expect("STAKATER_DB_SECRET");
     assert_eq!(value.len(), 40, "upstream's shape");
     assert_ne!(value, secret_hash(&[("password", "654321")]), "keyed, not the plain SHA-1");
+}
+
+/// The GitHub workflows (not run from this machine) pass actionlint; CI runs exactly `.ci/run`, and the release
+/// installs the helm this project tests with.
+#[test]
+fn the_workflows_pass_actionlint() {
+    let workflows = repo().join(".github/workflows");
+    let files: Vec<String> =
+        ["ci.yml", "release.yml"].iter().map(|f| workflows.join(f).display().to_string()).collect();
+    let args: Vec<&str> = files.iter().map(String::as_str).collect();
+    run(&tool("actionlint"), &args).unwrap_or_else(|e| panic!("actionlint: {e}"));
+
+    let ci = std::fs::read_to_string(&files[0]).expect("ci.yml");
+    assert!(ci.contains("run: .ci/run"), "CI runs the test command of .ci/run");
+    let pinned = std::fs::read_to_string(repo().join("testenv/versions.env")).expect("versions.env");
+    let helm = pinned.lines().find_map(|l| l.strip_prefix("HELM_VERSION=")).expect("HELM_VERSION");
+    let release = std::fs::read_to_string(&files[1]).expect("release.yml");
+    assert!(release.contains(&format!("version: {helm} ")), "release.yml installs helm {helm}");
 }
