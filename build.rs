@@ -12,7 +12,8 @@
 //! each page first used (fault-around), so code used at startup and on each reload, scattered over 8.5 MB of
 //! `.text`, makes nearly all of it resident. `build/symbol-order.txt` lists the functions the controller runs in
 //! the benchmark scenarios (measured with callgrind, `build/symbol-order.sh`); the linker places them first and
-//! the rest after them, where they stay on disk. S1 RSS 7.8 MiB instead of 11.8 (BENCHMARKS.md, *Code layout*).
+//! the rest after them, where they stay on disk. S1 RSS 7.8 MiB instead of 11.8 (bench/results/HISTORY.md, *Code
+//! layout*).
 //!
 //! Only for the release profile on x86_64 Linux, whose default linker (rust-lld since Rust 1.90) knows
 //! `--symbol-ordering-file`. A build with another linker sets `RELOADER_SYMBOL_ORDER=off`. A stale list only

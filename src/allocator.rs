@@ -9,7 +9,8 @@
 //! Once only: the re-executed process carries [`REEXEC_MARK`], because glibc removes `GLIBC_TUNABLES` from the
 //! environment of a secure-mode process (setuid, file capabilities) and the check alone would loop forever.
 //! Commands that exit at once (`explain`, `--help`, `--version`) are not worth an exec.
-//! Measured at M1 (`bench`, BENCHMARKS.md): RSS after sync 24.5–24.9 → 20.3 MiB, peak 24.5–24.9 → 22.1–22.2 MiB.
+//! Measured at M1 (`bench`, bench/results/HISTORY.md): RSS after sync 24.5–24.9 → 20.3 MiB, peak 24.5–24.9 →
+//! 22.1–22.2 MiB.
 
 use std::ffi::OsString;
 

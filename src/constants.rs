@@ -88,7 +88,7 @@ pub const PROGRESS_DEADLINE_EXCEEDED: &str = "ProgressDeadlineExceeded";
 
 /// Page size of the initial ConfigMap/Secret lists. kube's default (500, client-go's) holds 500 full objects —
 /// their data included — plus the page's JSON at once per stream; with 4 KiB objects that is several MiB the
-/// allocator keeps after the sync. 100 objects per page bounds that buffer (BENCHMARKS.md, M1).
+/// allocator keeps after the sync. 100 objects per page bounds that buffer (bench/results/HISTORY.md, M1).
 pub const CONFIG_LIST_PAGE_SIZE: u32 = 100;
 
 /// Page size of the initial workload lists, for the same reason: a Deployment's JSON (its `managedFields`

@@ -22,7 +22,8 @@ fn main() -> ExitCode {
 
 // One thread: the controller waits on the network almost all the time, and every runtime thread costs a glibc
 // arena that keeps the initial lists' freed pages. Measured at M1 (bench, issue 15): RSS after sync 28.7 vs
-// 36.5 MiB, CPU 0.90 vs 1.33 s, ready 1.0 vs 1.6 s against the two-thread default of this machine (BENCHMARKS.md).
+// 36.5 MiB, CPU 0.90 vs 1.33 s, ready 1.0 vs 1.6 s against the two-thread default of this machine
+// (bench/results/HISTORY.md).
 #[tokio::main(flavor = "current_thread")]
 async fn start(untuned: Option<String>) -> ExitCode {
     // One rustls crypto provider for the whole process (rust-stack.md §1.10): ring, as kube uses.

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Known failing case of RELIABILITY.md (fault 5): a change made while the controller's Role is missing is never
+# Known failing case of fault 5 (bench/results/RELIABILITY-HISTORY.md, "Found and fixed"): a change made while the
+# controller's Role is missing is never
 # applied after the Role is restored. Run from the repository root on a fresh control plane:
 #   target/debug/testenv run --name repro -- bench/repro/role-403.sh
 set -euo pipefail

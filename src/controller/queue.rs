@@ -6,7 +6,8 @@
 //! there and rolls nothing (issue 27, finding 2).
 //! Keys added as background work (the full reconcile after a (re)list) wait in a second lane that is served
 //! only when the first is empty, so a change's reload does not queue behind a thousand first-sight records
-//! (BENCHMARKS.md, M1); a background key triggered by a change moves to the first lane in O(1): its old place
+//! (bench/results/HISTORY.md, M1); a background key triggered by a change moves to the first lane in O(1): its old
+//! place
 //! in the background lane is left behind and skipped when reached.
 
 use std::{

@@ -4,7 +4,7 @@
 //! through a bounded queue to one publisher task, so they never delay reloads; overflow is counted, not waited
 //! for. While reloads are being written the publisher holds back (up to [`MAX_DEFER`]): an Event costs the API
 //! server as much as a reload's PATCH, and in a fan-out of 50 workloads writing the 50 Events between the
-//! PATCHes doubled the time to the last reload (BENCHMARKS.md, S2); Events whose time is up within
+//! PATCHes doubled the time to the last reload (bench/results/HISTORY.md, S2); Events whose time is up within
 //! 250 ms of each other go together. Messages name resources and annotation values, never Secret data.
 //! On exit, [`EventsFlush`] publishes what is still held, without holding it back further, within a deadline:
 //! a controller stopping right after a reload (SIGTERM, lost leadership) used to drop its `Reloaded` Event.
@@ -52,9 +52,10 @@ pub struct EventSink {
 
 impl EventSink {
     /// Starts the publisher task. It holds each event back while `busy()` (reloads waiting or being written),
-    /// for at most [`MAX_DEFER`] after the event was queued (Events due within 250 ms of each other go together); `settled` is notified (`notify_waiters`) when
-    /// `busy()` turns false, so a held-back event is not polled for (it was every 20 ms: a wake-up of the
-    /// controller's one thread 50 times a second all through a long fan-out). The returned [`EventsFlush`]
+    /// for at most [`MAX_DEFER`] after the event was queued (Events due within 250 ms of each other go together);
+    /// `settled` is notified (`notify_waiters`) when `busy()` turns false, so a held-back event is not polled for
+    /// (it was every 20 ms: a wake-up of the controller's one thread 50 times a second all through a long
+    /// fan-out). The returned [`EventsFlush`]
     /// publishes what is left when the controller exits.
     pub fn spawn(
         client: Client,

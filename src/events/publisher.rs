@@ -4,7 +4,7 @@
 //!
 //! kube-runtime's `Recorder` was used before: it keeps every Event it published (the whole object) for six
 //! minutes and scans them all on each publish — 8 MB and 9% of the controller's CPU after 1,000 reloads in bench
-//! M1 (heaptrack and perf, BENCHMARKS.md) — and it keyed repeats without the note, so a second reload of a
+//! M1 (heaptrack and perf, bench/results/HISTORY.md) — and it keyed repeats without the note, so a second reload of a
 //! workload within six minutes re-counted the first reload's note. Here only a hash, a name and a count are kept,
 //! for at most [`RECENT_MAX`] Events.
 

@@ -3,7 +3,7 @@
 //! positions (8 bytes a slot). A `HashMap<ConfigKey, ConfigEntry>` keeps a slot of key and entry for each unit of
 //! its capacity — up to twice the entries — and writes them all over its memory, so every page of it is resident;
 //! here the spare capacity is the `Vec`'s tail, never touched. At M1 (20,000 resources) that is ≈ 2.5 MB resident
-//! instead of 3.7 MB (issue 15, BENCHMARKS.md). `hashbrown` is already built for kube-runtime.
+//! instead of 3.7 MB (issue 15, bench/results/HISTORY.md). `hashbrown` is already built for kube-runtime.
 //!
 //! The positions are also kept per namespace: a workload with a named list (`configmap.reloader.stakater.com/
 //! reload: "app-.*"`) is matched against its namespace's resources only, not every resource in the cluster

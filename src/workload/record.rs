@@ -1,6 +1,6 @@
 //! A workload's `applied-hashes` record as the index keeps it between events: its pairs sorted in one boxed
 //! slice. A `BTreeMap` allocates a node for eleven entries even for the one or two a workload usually records
-//! (≈ 600 bytes each: 0.6 MB of M1's heap for 1,000 workloads, heaptrack, BENCHMARKS.md); plans still build
+//! (≈ 600 bytes each: 0.6 MB of M1's heap for 1,000 workloads, heaptrack, bench/results/HISTORY.md); plans still build
 //! records as maps and compare them with this one in order.
 
 use std::collections::BTreeMap;

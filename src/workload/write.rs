@@ -165,7 +165,7 @@ async fn strategic_patch<K: WorkloadObject>(
 /// PATCHes `name` in the collection at `url` as field manager `reloader`, and decodes only the generation of
 /// the object the API server returns (the restart budget: a write that changed no template rolls nothing): the
 /// workload watch delivers the object anyway, and decoding a whole workload per reload took CPU from the cores a
-/// small control plane shares with the controller (BENCHMARKS.md, S2).
+/// small control plane shares with the controller (bench/results/HISTORY.md, S2).
 pub(super) async fn patch_for_generation<P: serde::Serialize + fmt::Debug>(
     client: &Client,
     url: &str,
