@@ -71,6 +71,11 @@ struct Args {
     /// controller under test instead of the rollouts it causes (isolates the controller's own latency).
     #[arg(long)]
     no_rollouts: bool,
+    /// Start a new local control plane for every scenario run, so no run inherits another's objects, etcd
+    /// history or API server warm-up (comparisons of two big scenarios, e.g. M2 against M2N, otherwise depend on
+    /// their order).
+    #[arg(long)]
+    fresh_plane: bool,
 }
 
 fn main() -> ExitCode {
@@ -87,18 +92,17 @@ async fn main_async(args: Args) -> anyhow::Result<bool> {
         c.ensure_built()?;
     }
     std::fs::create_dir_all(&args.out).with_context(|| args.out.display().to_string())?;
+    let plane = LocalPlane {
+        nodes: args.nodes,
+        renice_reactors: !args.no_renice,
+        apiserver_args: args.apiserver_args.clone(),
+        rollouts: !args.no_rollouts,
+    };
     let mut env = match &args.kubeconfig {
         Some(k) => BenchEnv::external(k.clone(), args.out.clone()).await?,
-        None => {
-            let plane = LocalPlane {
-                nodes: args.nodes,
-                renice_reactors: !args.no_renice,
-                apiserver_args: args.apiserver_args.clone(),
-                rollouts: !args.no_rollouts,
-            };
-            BenchEnv::local(workspace_target(), args.out.clone(), &plane).await?
-        }
+        None => BenchEnv::local(workspace_target(), args.out.clone(), &plane).await?,
     };
+    let fresh_plane = args.fresh_plane && args.kubeconfig.is_none();
     let opts = RunOptions {
         duration: args.duration,
         scope_single_namespace: args.scope_namespace,
@@ -119,8 +123,12 @@ async fn main_async(args: Args) -> anyhow::Result<bool> {
         let layout = scenarios::layout(id);
         for c in &controllers {
             done += 1;
-            // Big scenarios leave much to delete: wait for it unless nothing runs after.
-            let opts = RunOptions { wait_for_cleanup: done < runs, ..opts.clone() };
+            if fresh_plane && done > 1 {
+                env.stop().await;
+                env = BenchEnv::local(workspace_target(), args.out.clone(), &plane).await?;
+            }
+            // Big scenarios leave much to delete: wait for it unless nothing runs after (or on a plane of its own).
+            let opts = RunOptions { wait_for_cleanup: done < runs && !fresh_plane, ..opts.clone() };
             tracing::info!("=== {id:?} with {} ===", c.label);
             match run(&env, &layout, c, &opts).await {
                 Ok(r) => {
