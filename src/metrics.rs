@@ -78,8 +78,16 @@ pub struct Metrics {
 /// appears at 1 hides it from `rate()` and `increase()`, and alerts on it stay silent) and a dashboard shows a line
 /// at 0, not "no data".
 const RECONCILE_RESULTS: &[&str] = &["success", "skipped", "error"];
-const SKIP_REASONS: &[&str] =
-    &["no_data_change", "ignored_or_not_selected", "strategy_not_updated", "rollout_budget", "held", "wave", "window"];
+const SKIP_REASONS: &[&str] = &[
+    "no_data_change",
+    "ignored_or_not_selected",
+    "strategy_not_updated",
+    "rollout_budget",
+    "held",
+    "wave",
+    "window",
+    "suspended",
+];
 const ERROR_TYPES: &[&str] = &["handler_error", "watch_error", "event_publish", "event_dropped", "record_refused"];
 const ALERT_RESULTS: &[&str] = &["sent", "failed", "dropped"];
 

@@ -11,10 +11,10 @@ use jiff::Timestamp;
 
 use crate::duration::parse_go_duration;
 
-/// What a Deployment shows about pausing.
+/// What a workload shows about pausing (a Deployment's pause period; a CronJob's suspension).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PauseState {
-    /// `spec.paused`.
+    /// The kind's own switch: `spec.paused` (Deployments), `spec.suspend` (CronJobs).
     pub paused: bool,
     /// Our `paused-at` annotation (RFC 3339).
     pub paused_at: Option<String>,

@@ -5,7 +5,10 @@ mod common;
 
 use common::*;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
-use kube::{Api, ResourceExt, api::PostParams};
+use kube::{
+    Api, ResourceExt,
+    api::{Patch, PatchParams, PostParams},
+};
 use serde_json::json;
 
 const APPLIED: &str = "reloader.stakater.com/applied-hashes";
@@ -92,6 +95,59 @@ async fn a_cronjob_change_spawns_one_manual_job_and_a_restart_spawns_none() {
         if n == 1 { Ok(()) } else { Err(format!("{n} jobs")) }
     })
     .await;
+}
+
+/// A suspended CronJob spawns nothing for a change (issue 29; upstream spawns one, stakater/Reloader#822) and
+/// records it, so resuming it spawns no old reload; the next change after that spawns one Job, with its content.
+#[tokio::test]
+async fn a_suspended_cronjob_spawns_nothing_and_resuming_it_spawns_no_old_change() {
+    let ns = TestNamespace::create("cronjob-suspended").await;
+    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
+    create_cronjob(&ns, "nightly", "cfg").await;
+    let suspend = |on: bool| {
+        let ns = &ns;
+        async move {
+            let patch = Patch::Merge(json!({"spec": {"suspend": on}}));
+            api::<CronJob>(ns).patch("nightly", &PatchParams::default(), &patch).await.expect("suspend");
+        }
+    };
+    suspend(true).await;
+    let reloader = Reloader::start(&ns.name, &[]).await;
+    let recorded = |value: &'static str| {
+        let ns = &ns;
+        async move {
+            let cj = api::<CronJob>(ns).get("nightly").await.map_err(|e| e.to_string())?;
+            let record = cj.annotations().get(APPLIED).cloned().unwrap_or_default();
+            if record.contains(&configmap_hash(&[("k", value)])) { Ok(()) } else { Err(record) }
+        }
+    };
+    wait_for("the CronJob's applied-hashes baseline", RELOAD_WAIT, || recorded("1")).await;
+
+    set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
+    let line = reloader.wait_log("is suspended: no Job is spawned").await;
+    assert!(line.contains("'cfg'") && line.contains("(recorded)"), "{line}");
+    wait_for("the CronJob to record the change", RELOAD_WAIT, || recorded("2")).await;
+    assert!(jobs_owned_by(&ns, "nightly").await.is_empty(), "a suspended CronJob spawns nothing");
+
+    // Resumed: the controller sees it (a reconcile with nothing to write) and spawns nothing.
+    let base = reloader.http_base().await;
+    let up_to_date = "reloader_skipped_total{reason=\"strategy_not_updated\"}";
+    let before = sample(&http_get(&base, "/metrics").await.1, up_to_date).unwrap_or(0.0);
+    suspend(false).await;
+    wait_for("a reconcile of the resumed CronJob", RELOAD_WAIT, || async {
+        let now = sample(&http_get(&base, "/metrics").await.1, up_to_date).unwrap_or(0.0);
+        if now > before { Ok(()) } else { Err(format!("{now} reconciles with nothing to do")) }
+    })
+    .await;
+    assert!(jobs_owned_by(&ns, "nightly").await.is_empty(), "resuming spawns no old change");
+
+    set_configmap_data(&ns, "cfg", &[("k", "3")]).await;
+    let jobs = wait_for("one Job for the change after resuming", RELOAD_WAIT, || async {
+        let jobs = jobs_owned_by(&ns, "nightly").await;
+        if jobs.len() == 1 { Ok(jobs) } else { Err(format!("{} jobs", jobs.len())) }
+    })
+    .await;
+    assert_carries_hash(&jobs[0], "k", "3");
 }
 
 /// ConfigMap `cfg` (`k=1`) and Job `migrate` (auto) using it; returns the Jobs API and the Job's UID.

@@ -209,6 +209,7 @@ async fn write_plan(
         let index = ctx.index();
         (index.pause_state(key), index.workload_uid(key), index.restart_strategy(key))
     };
+    let suspended = pause_state.as_ref().is_some_and(|p| workload::spawns_nothing(key.kind, p));
     let now = jiff::Timestamp::now();
     let pause = match pause_state {
         Some(state) if key.kind == WorkloadKind::Deployment => pause::evaluate(&state, !plan.reloads.is_empty(), now),
@@ -224,6 +225,20 @@ async fn write_plan(
     };
     if ctx.health.records_refused.refused(key.kind, &key.namespace, Instant::now()) {
         plan.applied_hashes = None;
+    }
+    if suspended && !plan.reloads.is_empty() {
+        // Record only: resuming the CronJob must not spawn this change later (cronjob.rs, spawns_nothing). Without a
+        // record (no `patch` on CronJobs here), nothing remembers it: it is spawned once the CronJob is resumed.
+        let resources: Vec<String> = plan.reloads.iter().map(|r| format!("'{}'", r.config.name)).collect();
+        let recorded = if plan.applied_hashes.is_some() { "recorded" } else { "not recorded (no record here)" };
+        info!(namespace = %key.namespace, workload = %key.name, kind = %key.kind,
+              "{} '{}' in namespace '{}' is suspended: no Job is spawned for the change of {} ({recorded})",
+              key.kind, key.name, key.namespace, resources.join(", "));
+        ctx.metrics.skipped.with_label_values(&["suspended"]).inc();
+        if plan.applied_hashes.is_none() {
+            return Ok(false);
+        }
+        plan.reloads.clear();
     }
     if plan.is_empty() && pause.is_none() {
         ctx.metrics.skipped.with_label_values(&["strategy_not_updated"]).inc();

@@ -255,6 +255,11 @@ pub fn explain(
         let wait = crate::gates::gate(&summary.annotations.gates, gates.halt_default, &changes, gates.now);
         let waits = match wait {
             _ if plan.reloads.is_empty() => None,
+            _ if crate::workload::spawns_nothing(key.kind, &summary.pause) => Some(
+                "the CronJob is suspended: the change is recorded and no Job is spawned (its next run after it \
+                 is resumed uses its template as it is)"
+                    .to_owned(),
+            ),
             Some(wait) => Some(wait.to_string()),
             None if gates.budget > 0 && key.kind.tracks_rollouts() => Some(format!(
                 "at most {} rollouts run at once (--max-concurrent-rollouts): it may wait for a slot",

@@ -141,3 +141,32 @@ fn with_sync_after_restart_an_unrecorded_workload_would_roll() {
     );
     assert!(text.contains(&cfg), "{text}");
 }
+
+#[test]
+fn a_suspended_cronjob_says_it_spawns_nothing() {
+    let cronjob = |suspend: bool| {
+        let cronjob: k8s_openapi::api::batch::v1::CronJob = serde_json::from_value(json!({
+            "metadata": {"name": "nightly", "namespace": "shop", "uid": "u",
+                "annotations": {"reloader.stakater.com/auto": "true"}},
+            "spec": {"schedule": "0 0 1 1 *", "suspend": suspend, "jobTemplate": {"spec": {"template": {"spec": {
+                "containers": [{"name": "main", "envFrom": [{"configMapRef": {"name": "cfg"}}]}]}}}}}
+        }))
+        .expect("cronjob");
+        summarise(&cronjob, &AnnotationKeys::default()).expect("summary")
+    };
+    let configs = configs();
+    let watched = [ConfigKind::ConfigMap];
+    let visible = visible(&configs, &watched, None, Baseline::Stale);
+    let waits = |suspend| {
+        let (key, summary) = cronjob(suspend);
+        explain(&key, &summary, &visible, DecisionSettings::default(), ReloadStrategy::EnvVars).waits
+    };
+    assert_eq!(
+        waits(true).as_deref(),
+        Some(
+            "the CronJob is suspended: the change is recorded and no Job is spawned (its next run after it is \
+             resumed uses its template as it is)"
+        )
+    );
+    assert_eq!(waits(false), None);
+}

@@ -37,6 +37,18 @@ impl WorkloadObject for CronJob {
     fn pod_template(&self) -> Option<&PodTemplateSpec> {
         self.spec.as_ref()?.job_template.spec.as_ref().map(|s| &s.template)
     }
+
+    /// `spec.suspend`: a suspended CronJob spawns no Job for a reload ([`spawns_nothing`]).
+    fn paused(&self) -> bool {
+        self.spec.as_ref().and_then(|s| s.suspend).unwrap_or(false)
+    }
+}
+
+/// A suspended CronJob spawns nothing for a change (issue 29; upstream spawns a Job anyway, stakater/Reloader#822):
+/// the change is recorded in its `applied-hashes` instead, so resuming it spawns no old reload, and its next
+/// scheduled run uses its template as it is.
+pub fn spawns_nothing(kind: WorkloadKind, pause: &crate::pause::PauseState) -> bool {
+    kind == WorkloadKind::CronJob && pause.paused
 }
 
 /// Spawns the Job, then records the hashes on the CronJob. The Job's name is derived from what it is spawned

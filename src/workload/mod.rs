@@ -20,6 +20,7 @@ mod write;
 
 use std::{collections::BTreeMap, fmt};
 
+pub use cronjob::spawns_nothing;
 pub use lean::Lean;
 pub use list::list_summaries;
 pub use owed_jobs::OwedJobs;
@@ -69,7 +70,7 @@ pub trait WorkloadObject:
     /// Its pod template.
     fn pod_template(&self) -> Option<&PodTemplateSpec>;
 
-    /// `spec.paused` (Deployments only).
+    /// The kind's own switch that stops it: `spec.paused` (Deployments), `spec.suspend` (CronJobs).
     fn paused(&self) -> bool {
         false
     }
