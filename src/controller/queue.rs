@@ -7,8 +7,7 @@
 //! Keys added as background work (the full reconcile after a (re)list) wait in a second lane that is served
 //! only when the first is empty, so a change's reload does not queue behind a thousand first-sight records
 //! (bench/results/HISTORY.md, M1); a background key triggered by a change moves to the first lane in O(1): its old
-//! place
-//! in the background lane is left behind and skipped when reached.
+//! place in the background lane is left behind and skipped when reached.
 
 use std::{
     collections::{HashMap, HashSet, VecDeque},
@@ -19,21 +18,22 @@ use std::{
 
 use tokio::sync::Notify;
 
-/// When a key was first triggered: the monotonic instant (for latency and ordering) and the wall-clock second
+/// When a key was first triggered: the monotonic instant (for latency and ordering) and the wall-clock time
 /// that writes carry. Fixed when the entry is made and kept through retries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Trigger {
     /// The monotonic time of the trigger.
     pub at: Instant,
-    /// The trigger's wall-clock time, in Unix seconds.
-    pub unix_seconds: i64,
+    /// The trigger's wall-clock time.
+    pub wall: jiff::Timestamp,
 }
 
 impl Trigger {
-    /// The trigger that happened at `at` (at most a moment ago): its wall-clock second is read now, once.
+    /// The trigger that happened at `at` (at most a moment ago): its wall-clock time is read now, once.
     pub fn at(at: Instant) -> Self {
-        let ago = i64::try_from(at.elapsed().as_secs()).unwrap_or(0);
-        Self { at, unix_seconds: jiff::Timestamp::now().as_second().saturating_sub(ago) }
+        let now = jiff::Timestamp::now();
+        let ago = jiff::SignedDuration::try_from(at.elapsed()).unwrap_or_default();
+        Self { at, wall: now.checked_sub(ago).unwrap_or(now) }
     }
 
     /// The earlier of two triggers.
@@ -133,8 +133,8 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Adds `key`, triggered at `at`. If it is already waiting, the earliest trigger time is kept (and a
-    /// background key moves to the first lane).
+    /// Adds `key`, triggered at `at`. If it is already waiting, the earliest trigger time is kept; a background
+    /// key moves to the first lane and takes this trigger.
     pub fn add(&self, key: K, at: Instant) {
         self.add_to_lane(key, Trigger::at(at), false);
     }
@@ -155,8 +155,11 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
             return;
         }
         if let Some((t, was_background)) = s.waiting.get_mut(&key) {
-            *t = t.earliest(at);
             if *was_background && !background {
+                // A change promotes background work (a relist's reconcile): the write is now for the change, so its
+                // latency (`reloader_action_latency_seconds`, the log's `latency_ms`) and its time start at the
+                // change, not at the relist seconds before it.
+                *t = at;
                 *was_background = false;
                 // Queued in the background lane unless in flight (then `finish` queues it, in the first lane now).
                 if !s.in_flight.contains(&key) {
@@ -165,6 +168,8 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
                     drop(s);
                     self.notify.notify_one();
                 }
+            } else {
+                *t = t.earliest(at);
             }
             return;
         }

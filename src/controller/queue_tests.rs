@@ -85,6 +85,17 @@ async fn background_keys_wait_for_the_first_lane_and_a_change_promotes_them() {
 }
 
 #[tokio::test]
+async fn a_promoted_key_takes_the_changes_trigger_not_the_relists() {
+    let q = queue();
+    let relist = Instant::now();
+    let change = relist + Duration::from_millis(50);
+    q.add_background("a", relist);
+    q.add("a", change);
+    q.add("a", change + Duration::from_millis(5));
+    assert_eq!(q.next().await.map(|(k, t)| (k, t.at)), Some(("a", change)), "the change's, kept against later ones");
+}
+
+#[tokio::test]
 async fn a_promoted_key_runs_once_and_its_old_background_place_is_skipped() {
     let q = queue();
     let t0 = Instant::now();
