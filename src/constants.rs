@@ -29,8 +29,11 @@ pub mod annotation {
     pub const MATCH: &str = "reloader.stakater.com/match";
     /// On a resource: it never triggers reloads.
     pub const IGNORE: &str = "reloader.stakater.com/ignore";
-    /// Argo Rollout metadata: `restart` or `rollout`.
+    /// Workload metadata: `restart` or `rollout` (upstream's, for Argo Rollouts; ours for every kind with a pod
+    /// template).
     pub const ROLLOUT_STRATEGY: &str = "reloader.stakater.com/rollout-strategy";
+    /// `kubectl rollout restart`'s mark on a pod template: the `restart` strategy writes it.
+    pub const RESTARTED_AT: &str = "kubectl.kubernetes.io/restartedAt";
     /// Deployment metadata: Go duration to pause after a reload.
     pub const PAUSE_PERIOD: &str = "deployment.reloader.stakater.com/pause-period";
     /// Deployment metadata, written by the controller: when it paused the Deployment.

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::{
-    constants::annotation::LAST_RELOADED_FROM,
+    constants::annotation::{LAST_RELOADED_FROM, RESTARTED_AT},
     hash::ContentHash,
     resource::{ConfigKind, env_var_name},
 };
@@ -23,6 +23,60 @@ pub enum ReloadStrategy {
     /// Set the pod-template annotation `reloader.stakater.com/last-reloaded-from`.
     #[value(name = "annotations")]
     Annotations,
+}
+
+/// `--rollout-strategy` and `reloader.stakater.com/rollout-strategy`: what a reload writes to make the pods roll.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum RolloutStrategy {
+    /// The reload strategy's mark in the pod template (`STAKATER_*` env var or `last-reloaded-from`).
+    #[default]
+    #[value(name = "rollout")]
+    Rollout,
+    /// `kubectl rollout restart`'s own mark: `kubectl.kubernetes.io/restartedAt` on the pod template (Argo
+    /// Rollouts: `spec.restartAt`), so a GitOps diff shows a restart; the hashes live in the `applied-hashes`
+    /// record only.
+    #[value(name = "restart")]
+    Restart,
+}
+
+impl RolloutStrategy {
+    /// The annotation's value, as upstream v2 reads it for Argo Rollouts (`restart`; `rollout` or absent: the
+    /// default).
+    pub fn parse(value: &str) -> Option<Self> {
+        match value {
+            "rollout" => Some(Self::Rollout),
+            "restart" => Some(Self::Restart),
+            _ => None,
+        }
+    }
+
+    /// The name logs use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Rollout => "rollout",
+            Self::Restart => "restart",
+        }
+    }
+}
+
+/// `kubectl rollout restart`'s pod-template fragment for a reload triggered at `at`.
+pub fn restart_template_patch(at: jiff::Timestamp) -> Value {
+    json!({"metadata": {"annotations": {RESTARTED_AT: restarted_at(at)}}})
+}
+
+/// The `restartedAt` value for a reload triggered at `at`: RFC 3339 in UTC to the millisecond. `kubectl rollout
+/// restart` writes whole seconds, but two changes within a second would then write the same mark and the second
+/// would roll nothing (pods started between them may have read the first content); a retry of one change writes
+/// the same mark again (`at` is fixed when the change is queued).
+pub fn restarted_at(at: jiff::Timestamp) -> String {
+    at.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
+}
+
+/// Argo's `spec.restartAt` for a reload triggered at `at`: whole seconds, as Argo writes and compares it with its
+/// pods' creation times (which have seconds only: a finer value would restart the pods created in its second
+/// twice).
+pub fn argo_restart_at(at: jiff::Timestamp) -> String {
+    jiff::Timestamp::from_second(at.as_second()).map(|t| t.to_string()).unwrap_or_default()
 }
 
 /// One resource's new hash to write into a workload's pod template.
@@ -231,6 +285,20 @@ mod tests {
 
     const H1: &str = "dc30e0faa89a70dec1033016a2309bbeb9efcbd0";
     const H2: &str = "f83e99e324ba68ccc373a58ef1eb42f8ab88646a";
+
+    #[test]
+    fn restart_marks_have_milliseconds_and_argos_whole_seconds() {
+        let at = jiff::Timestamp::new(1_796_479_200, 5_000_000).expect("time");
+        assert_eq!(restarted_at(at), "2026-12-05T14:00:00.005Z");
+        assert_eq!(restarted_at(jiff::Timestamp::new(1_796_479_200, 0).expect("time")), "2026-12-05T14:00:00.000Z");
+        assert_eq!(argo_restart_at(at), "2026-12-05T14:00:00Z");
+        assert_eq!(
+            restart_template_patch(at),
+            json!({"metadata": {"annotations": {"kubectl.kubernetes.io/restartedAt": "2026-12-05T14:00:00.005Z"}}})
+        );
+        assert_eq!(RolloutStrategy::parse("restart"), Some(RolloutStrategy::Restart));
+        assert_eq!(RolloutStrategy::parse("Restart"), None, "upstream compares exactly");
+    }
 
     #[test]
     fn env_vars_patch_matches_upstreams_strategic_merge_shape() {

@@ -1,7 +1,8 @@
 //! Issue 27, finding 2, on the real control plane: the API server applies a reload's PATCH and its answer is lost
 //! (a proxy between the controller and the API server answers 504 instead). The work queue retries the same
 //! write — the same `STAKATER_*` value, or the same `last-reloaded-from` with the time of the change fixed when it
-//! was queued — so the Deployment rolls out once, in both strategies. With `--max-concurrent-rollouts=1`, the
+//! was queued, or the same `restartedAt` of the restart strategy — so the Deployment rolls out once, in every
+//! strategy. With `--max-concurrent-rollouts=1`, the
 //! retry (it changes no template) must not hold the only slot: another Deployment's change rolls at once.
 
 mod common;
@@ -9,7 +10,8 @@ mod common;
 use common::{proxy::LosingProxy, *};
 use serde_json::json;
 
-async fn lost_answer_rolls_once(strategy: &str) {
+/// `strategy` names the case; `flag` chooses it.
+async fn lost_answer_rolls_once(strategy: &str, flag: &str) {
     let ns = TestNamespace::create(&format!("lost-{strategy}")).await;
     create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
     create_configmap(&ns, "other-cfg", &[("k", "1")], &[]).await;
@@ -22,8 +24,7 @@ async fn lost_answer_rolls_once(strategy: &str) {
     let proxy = LosingProxy::start(&ns.name, "/deployments/web").await;
     let kubeconfig = proxy.kubeconfig().display().to_string();
     let scope = format!("--namespaces={}", ns.name);
-    let strategy_flag = format!("--reload-strategy={strategy}");
-    let args = [scope.as_str(), strategy_flag.as_str(), "--max-concurrent-rollouts=1", "--rollout-timeout=10m"];
+    let args = [scope.as_str(), flag, "--max-concurrent-rollouts=1", "--rollout-timeout=10m"];
     let reloader = Reloader::start_unscoped(&args, &[("KUBECONFIG", kubeconfig.as_str())]).await;
     // The first-sight record is written (and answered) before the loss is armed.
     wait_for("web's first-sight record", RELOAD_WAIT, || async {
@@ -53,10 +54,15 @@ async fn lost_answer_rolls_once(strategy: &str) {
 
 #[tokio::test]
 async fn a_reload_whose_answer_is_lost_rolls_once_with_env_vars() {
-    lost_answer_rolls_once("env-vars").await;
+    lost_answer_rolls_once("env-vars", "--reload-strategy=env-vars").await;
 }
 
 #[tokio::test]
 async fn a_reload_whose_answer_is_lost_rolls_once_with_annotations() {
-    lost_answer_rolls_once("annotations").await;
+    lost_answer_rolls_once("annotations", "--reload-strategy=annotations").await;
+}
+
+#[tokio::test]
+async fn a_reload_whose_answer_is_lost_rolls_once_with_the_restart_strategy() {
+    lost_answer_rolls_once("restart", "--rollout-strategy=restart").await;
 }

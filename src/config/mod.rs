@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::{ArgAction, Parser, ValueEnum};
 
-use crate::strategy::ReloadStrategy;
+use crate::strategy::{ReloadStrategy, RolloutStrategy};
 
 /// `--log-format`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
@@ -98,6 +98,13 @@ pub struct Args {
     /// How a reload is written: `env-vars` (STAKATER_* env var, default) or `annotations` (pod-template annotation).
     #[arg(long, env = "RELOAD_STRATEGY", value_enum, default_value = "env-vars")]
     pub reload_strategy: ReloadStrategy,
+
+    /// What a reload writes to roll the pods: `rollout` (the reload strategy's mark in the pod template, default)
+    /// or `restart` (`kubectl rollout restart`'s `kubectl.kubernetes.io/restartedAt`, Argo's `spec.restartAt`;
+    /// the hashes then live in the `applied-hashes` record only). Per workload:
+    /// `reloader.stakater.com/rollout-strategy`.
+    #[arg(long, env = "RELOADER_ROLLOUT_STRATEGY", value_enum, default_value = "rollout")]
+    pub rollout_strategy: RolloutStrategy,
 
     /// Log format: empty or `text` for text lines, `json` for JSON lines.
     #[arg(long, env = "LOG_FORMAT", value_enum, ignore_case = true, default_value = "text", hide_default_value = true)]

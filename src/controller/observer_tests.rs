@@ -51,6 +51,7 @@ fn context_with(
         webhook: None,
         keys: Arc::new(AnnotationKeys::default()),
         strategy: ReloadStrategy::EnvVars,
+        rollout_strategy: crate::strategy::RolloutStrategy::Rollout,
         decisions: DecisionSettings::default(),
         workers: 1,
         max_backoff: Duration::from_secs(1),

@@ -16,7 +16,7 @@ use crate::{
     constants::APPLIED_HASHES_BUDGET,
     index::PlannedReload,
     pause::{self, PauseAction},
-    strategy::{TemplateChange, encode_applied_hashes},
+    strategy::{RolloutStrategy, TemplateChange, encode_applied_hashes},
     workload::{self, WorkloadKey, WorkloadKind, WorkloadWrite},
 };
 
@@ -205,9 +205,14 @@ async fn write_plan(
     triggered: Trigger,
     mut plan: crate::index::WorkloadPlan,
 ) -> Result<bool, Error> {
-    let (pause_state, uid, restart_strategy) = {
+    let (pause_state, uid, rollout_strategy) = {
         let index = ctx.index();
-        (index.pause_state(key), index.workload_uid(key), index.restart_strategy(key))
+        (index.pause_state(key), index.workload_uid(key), index.rollout_strategy(key))
+    };
+    // CronJobs spawn a Job and Jobs are recreated: a template is written only where pods roll out.
+    let rollout_strategy = match rollout_strategy.unwrap_or(ctx.settings.rollout_strategy) {
+        RolloutStrategy::Restart if key.kind.tracks_rollouts() => RolloutStrategy::Restart,
+        _ => RolloutStrategy::Rollout,
     };
     let suspended = pause_state.as_ref().is_some_and(|p| workload::spawns_nothing(key.kind, p));
     let now = jiff::Timestamp::now();
@@ -266,10 +271,10 @@ async fn write_plan(
         // The wall-clock time of the trigger, fixed in its queue entry, not of this attempt: a retry after a lost
         // response writes the same `observedAt` / `restartAt` again, which changes nothing, instead of a second
         // rollout.
-        now_unix: triggered.unix_seconds,
+        now: triggered.wall,
         applied_hashes: plan.applied_hashes.as_ref().map(encode_applied_hashes),
         pause: pause.clone(),
-        restart: restart_strategy,
+        restart: rollout_strategy == RolloutStrategy::Restart,
         owed_jobs: Some(&ctx.owed_jobs),
     };
     let kind = key.kind.to_string();
@@ -400,7 +405,7 @@ async fn write_plan(
         info!(
             namespace = %key.namespace, workload = %key.name, kind = %key.kind,
             config = %r.config.name, config_kind = %r.config.kind, reason = %r.reason, latency_ms,
-            deleted = r.deleted, changed_keys = %changed_keys,
+            deleted = r.deleted, changed_keys = %changed_keys, rollout_strategy = %rollout_strategy.as_str(),
             "Changes detected in '{}' of type '{}' in namespace '{}'; updated '{}' of type '{}' in namespace '{}'",
             r.config.name, r.config.kind.upstream_type(), r.config.namespace, key.name, key.kind, key.namespace
         );

@@ -45,6 +45,8 @@ pub struct Settings {
     pub keys: Arc<AnnotationKeys>,
     /// `--reload-strategy`.
     pub strategy: ReloadStrategy,
+    /// `--rollout-strategy`: for workloads whose `rollout-strategy` annotation names none.
+    pub rollout_strategy: crate::strategy::RolloutStrategy,
     /// Decision settings (`--auto-reload-all`).
     pub decisions: DecisionSettings,
     /// Concurrent patches.
@@ -143,6 +145,7 @@ impl Settings {
             webhook: args.alerts.webhook(),
             keys: Arc::new(args.annotations.keys()),
             strategy: args.reload_strategy,
+            rollout_strategy: args.rollout_strategy,
             decisions: DecisionSettings {
                 auto_reload_all: args.auto_reload_all,
                 keys_used: args.reload_on == crate::annotations::RELOAD_ON_KEYS_USED,

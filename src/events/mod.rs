@@ -55,8 +55,7 @@ impl EventSink {
     /// for at most [`MAX_DEFER`] after the event was queued (Events due within 250 ms of each other go together);
     /// `settled` is notified (`notify_waiters`) when `busy()` turns false, so a held-back event is not polled for
     /// (it was every 20 ms: a wake-up of the controller's one thread 50 times a second all through a long
-    /// fan-out). The returned [`EventsFlush`]
-    /// publishes what is left when the controller exits.
+    /// fan-out). The returned [`EventsFlush`] publishes what is left when the controller exits.
     pub fn spawn(
         client: Client,
         metrics: Arc<Metrics>,

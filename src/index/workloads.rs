@@ -182,9 +182,9 @@ impl Index {
         self.workloads.get(key).map(|s| s.summary.uid.clone()).filter(|u| !u.is_empty())
     }
 
-    /// Whether a workload asks for Argo's restart strategy.
-    pub fn restart_strategy(&self, key: &WorkloadKey) -> bool {
-        self.workloads.get(key).is_some_and(|s| s.summary.restart_strategy)
+    /// The rollout strategy a workload's annotation asks for, if it names one.
+    pub fn rollout_strategy(&self, key: &WorkloadKey) -> Option<crate::strategy::RolloutStrategy> {
+        self.workloads.get(key).and_then(|s| s.summary.rollout_strategy)
     }
 
     /// A workload's pause state.

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::{WorkloadKey, WorkloadWrite};
-use crate::constants::annotation::APPLIED_HASHES;
+use crate::constants::annotation::{APPLIED_HASHES, RESTARTED_AT};
 
 /// `spec` of a custom workload: only what reloads need.
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
@@ -95,13 +95,14 @@ custom_workload!(
     DeploymentConfig, "apps.openshift.io", "v1", "deploymentconfigs"
 );
 
-/// Writes a reload into a custom workload with one merge patch. `restart` (Argo's `rollout-strategy: restart`)
-/// sets only `spec.restartAt`, so the template does not drift; the hashes still go into the metadata record.
+/// Writes a reload into a custom workload with one merge patch. The `restart` strategy sets only `spec.restartAt`
+/// where the kind has it (`restart_at`: Argo Rollouts), so the template does not drift, and `kubectl rollout
+/// restart`'s `restartedAt` in the template otherwise; the hashes still go into the metadata record.
 pub(super) async fn write<K: kube::Resource<DynamicType = ()>>(
     client: &Client,
     key: &WorkloadKey,
     w: &WorkloadWrite<'_>,
-    restart: bool,
+    restart_at: bool,
 ) -> Result<Option<i64>, kube::Error> {
     let gvk = GroupVersionKind::gvk(&K::group(&()), &K::version(&()), &K::kind(&()));
     let resource = ApiResource::from_gvk_with_plural(&gvk, &K::plural(&()));
@@ -111,13 +112,17 @@ pub(super) async fn write<K: kube::Resource<DynamicType = ()>>(
         body["metadata"] = json!({"annotations": {APPLIED_HASHES: hashes}});
     }
     if !w.changes.is_empty() {
-        if restart {
-            let now = jiff::Timestamp::from_second(w.now_unix).map(|t| t.to_string()).unwrap_or_default();
-            body["spec"] = json!({"restartAt": now});
+        if w.restart && restart_at {
+            body["spec"] = json!({"restartAt": crate::strategy::argo_restart_at(w.now)});
         } else {
             let current = api.get(&key.name).await?;
             let mut template = current.data.pointer("/spec/template").cloned().unwrap_or(Value::Null);
-            crate::strategy::apply_to_template_json(&mut template, w.strategy, w.changes, w.now_unix);
+            if w.restart {
+                let annotations = &mut template["metadata"]["annotations"];
+                annotations[RESTARTED_AT] = json!(crate::strategy::restarted_at(w.now));
+            } else {
+                crate::strategy::apply_to_template_json(&mut template, w.strategy, w.changes, w.now.as_second());
+            }
             body["spec"] = json!({"template": template});
             body["metadata"]["resourceVersion"] = json!(current.metadata.resource_version);
         }

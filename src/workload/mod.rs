@@ -41,7 +41,7 @@ use crate::{
     pause::PauseState,
     references::{ConfigUse, config_uses},
     resource::{ConfigKind, env_var_name},
-    strategy::{parse_applied_hashes, parse_last_reloaded_from},
+    strategy::{RolloutStrategy, parse_applied_hashes, parse_last_reloaded_from},
     values::WorkloadProblem,
 };
 
@@ -100,8 +100,8 @@ pub struct WorkloadSummary {
     pub applied_hashes: HashRecord,
     /// Pause state (Deployments; `period` is read on every kind only to report it).
     pub pause: PauseState,
-    /// Argo Rollout metadata says `reloader.stakater.com/rollout-strategy: restart`.
-    pub restart_strategy: bool,
+    /// `reloader.stakater.com/rollout-strategy` on its metadata, when valid (`--rollout-strategy` otherwise).
+    pub rollout_strategy: Option<RolloutStrategy>,
     /// `STAKATER_*` names shared by several resources (`a-b`, `a.b`): their env values cannot tell which
     /// resource they record, so only the metadata record counts for them.
     pub ambiguous_env: Vec<String>,
@@ -165,6 +165,18 @@ pub fn summarise<K: WorkloadObject>(obj: &K, keys: &AnnotationKeys) -> Option<(W
         period: metadata_annotations.and_then(|a| a.get(&keys.pause_period)).cloned(),
     };
     annotations.problems.extend(pause_problem::<K>(&keys.pause_period, pause.period.as_deref()));
+    let strategy_value = metadata_annotations.and_then(|a| a.get(crate::constants::annotation::ROLLOUT_STRATEGY));
+    let rollout_strategy = strategy_value.and_then(|v| RolloutStrategy::parse(v));
+    if let (Some(value), None) = (strategy_value, rollout_strategy) {
+        annotations.problems.push(WorkloadProblem {
+            key: crate::constants::annotation::ROLLOUT_STRATEGY.to_owned(),
+            value: value.clone(),
+            message: format!(
+                "annotation {:?}: {value:?} is not a rollout strategy (restart, rollout); --rollout-strategy applies",
+                crate::constants::annotation::ROLLOUT_STRATEGY
+            ),
+        });
+    }
     let summary = WorkloadSummary {
         uid: obj.meta().uid.clone().unwrap_or_default(),
         annotations,
@@ -180,9 +192,7 @@ pub fn summarise<K: WorkloadObject>(obj: &K, keys: &AnnotationKeys) -> Option<(W
             .map(|v| parse_applied_hashes(v).into())
             .unwrap_or_default(),
         pause,
-        restart_strategy: metadata_annotations
-            .and_then(|a| a.get(crate::constants::annotation::ROLLOUT_STRATEGY))
-            .is_some_and(|v| v == "restart"),
+        rollout_strategy,
         ambiguous_env,
         rollout: obj.rollout(),
         generation: obj.meta().generation.unwrap_or(0),
@@ -224,6 +234,7 @@ fn env_name_collisions(uses: &[ConfigUse]) -> Vec<WorkloadProblem> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::constants::annotation::ROLLOUT_STRATEGY;
     use k8s_openapi::api::apps::v1::Deployment;
 
     #[test]
@@ -245,6 +256,32 @@ mod tests {
         let p = &s.annotations.problems;
         assert_eq!(p.len(), 1);
         assert_eq!((p[0].key.as_str(), p[0].value.as_str()), ("STAKATER_A_B_CONFIGMAP", "a-b, a.b"));
+    }
+
+    #[test]
+    fn the_rollout_strategy_annotation_is_read_on_every_kind_and_a_bad_value_is_reported() {
+        let strategy = |value: &str| {
+            let d: Deployment = serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "web", "namespace": "ns", "annotations": {ROLLOUT_STRATEGY: value}},
+                "spec": {"selector": {}, "template": {"spec": {"containers": [{"name": "app"}]}}}
+            }))
+            .expect("deployment");
+            let (_, s) = summarise(&d, &AnnotationKeys::default()).expect("summary");
+            (s.rollout_strategy, s.annotations.problems.into_iter().map(|p| p.message).collect::<Vec<_>>())
+        };
+        assert_eq!(strategy("restart"), (Some(RolloutStrategy::Restart), vec![]));
+        assert_eq!(strategy("rollout"), (Some(RolloutStrategy::Rollout), vec![]));
+        assert_eq!(
+            strategy("recreate"),
+            (
+                None,
+                vec![
+                    "annotation \"reloader.stakater.com/rollout-strategy\": \"recreate\" is not a rollout strategy \
+                     (restart, rollout); --rollout-strategy applies"
+                        .to_owned()
+                ]
+            )
+        );
     }
 
     #[test]

@@ -28,13 +28,15 @@ pub struct WorkloadWrite<'a> {
     pub strategy: ReloadStrategy,
     /// The resources reloaded for (may be empty when only the record is written).
     pub changes: &'a [TemplateChange],
-    /// Now, for upstream's `observedAt`.
-    pub now_unix: i64,
+    /// The change's time, fixed when it was queued (every attempt writes the same): upstream's `observedAt` (its
+    /// second), the restart strategy's mark.
+    pub now: jiff::Timestamp,
     /// New `applied-hashes` record, if it must be written.
     pub applied_hashes: Option<String>,
     /// Pause or resume a Deployment in the same patch: (`paused-at` key, action).
     pub pause: Option<(&'a str, PauseAction)>,
-    /// Argo `rollout-strategy: restart`: set `spec.restartAt` instead of changing the template.
+    /// The `restart` rollout strategy: `kubectl rollout restart`'s mark (`restartedAt` on the template, Argo's
+    /// `spec.restartAt`) instead of the reload strategy's; the hashes go to the record only.
     pub restart: bool,
     /// Where a Job deleted for a reload is recorded until it exists again (`None`: not recorded).
     pub owed_jobs: Option<&'a super::OwedJobs>,
@@ -81,9 +83,7 @@ impl<'a, 'w> KindVisitor for Write<'a, 'w> {
                 WriteStyle::TemplatePatch => template_patch::<K>(client, key, w).await,
                 WriteStyle::SpawnJob => cronjob::write(client, key, w).await.map(|()| None),
                 WriteStyle::Recreate => job::write(client, key, w).await.map(|()| None),
-                WriteStyle::MergePatch { restart_at } => {
-                    custom::write::<K>(client, key, w, restart_at && w.restart).await
-                }
+                WriteStyle::MergePatch { restart_at } => custom::write::<K>(client, key, w, restart_at).await,
             }
         })
     }
@@ -107,7 +107,12 @@ fn template_patch_body(w: &WorkloadWrite<'_>) -> Value {
         body["metadata"] = meta;
     }
     if !w.changes.is_empty() {
-        body["spec"] = json!({"template": strategy::template_patch(w.strategy, w.changes, w.now_unix)});
+        let template = if w.restart {
+            strategy::restart_template_patch(w.now)
+        } else {
+            strategy::template_patch(w.strategy, w.changes, w.now.as_second())
+        };
+        body["spec"] = json!({"template": template});
     }
     let pause = match &w.pause {
         Some((key, PauseAction::Pause { at })) => Some((*key, json!(at), true)),
@@ -195,7 +200,7 @@ mod tests {
         let w = WorkloadWrite {
             strategy: ReloadStrategy::EnvVars,
             changes: &changes,
-            now_unix: 0,
+            now: jiff::Timestamp::UNIX_EPOCH,
             applied_hashes: Some("{}".into()),
             pause: Some(("example.com/paused-at", PauseAction::Pause { at: "2026-12-02T10:00:00Z".into() })),
             restart: false,
@@ -213,6 +218,36 @@ mod tests {
         assert_eq!(
             template_patch_body(&resume),
             serde_json::json!({"metadata": {"annotations": {"k": null}}, "spec": {"paused": false}})
+        );
+    }
+
+    /// The restart strategy writes `kubectl rollout restart`'s mark at the change's time (the same on every attempt)
+    /// and the record, and nothing of the reload strategy's.
+    #[test]
+    fn the_restart_strategy_writes_restarted_at_and_the_record_only() {
+        let changes = [TemplateChange {
+            kind: ConfigKind::ConfigMap,
+            name: "cfg".into(),
+            namespace: "ns".into(),
+            hash: ContentHash::NONE,
+            container: "app".into(),
+            deleted: false,
+        }];
+        let w = WorkloadWrite {
+            strategy: ReloadStrategy::EnvVars,
+            changes: &changes,
+            now: jiff::Timestamp::new(1_796_479_200, 123_456_789).expect("time"),
+            applied_hashes: Some("{\"c/cfg\":\"x\"}".into()),
+            pause: None,
+            restart: true,
+            owed_jobs: None,
+        };
+        assert_eq!(
+            template_patch_body(&w),
+            serde_json::json!({
+                "metadata": {"annotations": {APPLIED_HASHES: "{\"c/cfg\":\"x\"}"}},
+                "spec": {"template": {"metadata": {"annotations": {"kubectl.kubernetes.io/restartedAt": "2026-12-05T14:00:00.123Z"}}}}
+            })
         );
     }
 
@@ -239,7 +274,7 @@ mod tests {
         let w = WorkloadWrite {
             strategy: ReloadStrategy::Annotations,
             changes: &[],
-            now_unix: 0,
+            now: jiff::Timestamp::UNIX_EPOCH,
             applied_hashes: Some("{}".into()),
             pause: None,
             restart: false,

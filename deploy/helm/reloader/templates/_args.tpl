@@ -99,6 +99,9 @@ the flag is dropped and Reloader keeps reloading (NOTES.txt warns). */}}
 {{- with $r.reloadOn }}
 - "--reload-on={{ . }}"
 {{- end }}
+{{- with $r.rolloutStrategy }}
+- "--rollout-strategy={{ . }}"
+{{- end }}
 {{- with $r.rollouts }}
 {{- if .maxConcurrent }}
 - "--max-concurrent-rollouts={{ .maxConcurrent }}"
