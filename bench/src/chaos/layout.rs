@@ -131,7 +131,7 @@ impl ChaosLayout {
                 refs: vec![],
                 pause_period: None,
                 keys_used: false,
-                named_lists: false,
+                named_lists: None,
             };
             objects::create_workload(client, &def, &self.namespaces[w.ns], tag, &self.refs(w)).await?;
         }

@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
-use super::{ConfigDef, ConfigKind, Layout, Plan, RefHow, ScenarioId, WorkloadDef, cms, deployment, secrets};
+use super::{
+    ConfigDef, ConfigKind, Layout, NamedLists, Plan, RefHow, ScenarioId, WorkloadDef, cms, deployment, secrets,
+};
 use crate::measure::tracker::Kind;
 
 const MS: fn(u64) -> Duration = Duration::from_millis;
@@ -105,7 +107,7 @@ pub fn layout(id: ScenarioId) -> Layout {
                         refs: vec![(0, RefHow::EnvFrom)],
                         pause_period: None,
                         keys_used: false,
-                        named_lists: false,
+                        named_lists: None,
                     });
                 }
             }
@@ -186,13 +188,17 @@ pub fn layout(id: ScenarioId) -> Layout {
         }
         M1 => m1_layout(),
         M2 => m2_layout(),
-        M2N => {
+        M2N | M2R => {
             let mut l = m2_layout();
-            l.id = M2N;
-            l.title =
-                "M2 with every other workload selecting its resources by named regex lists instead of auto".into();
+            l.id = id;
+            let (lists, title) = if id == M2N {
+                (NamedLists::Names, "M2 with every other workload selecting its resources by named lists of names")
+            } else {
+                (NamedLists::Patterns, "M2 with every other workload selecting its resources by regex named lists")
+            };
+            l.title = format!("{title} instead of auto");
             for w in l.workloads.iter_mut().step_by(2) {
-                w.named_lists = true;
+                w.named_lists = Some(lists);
             }
             l
         }

@@ -36,9 +36,11 @@ pub enum ScenarioId {
     /// Scale (issue 15): 40,000 ConfigMaps + 40,000 Secrets of 1 KiB, 10,000 Deployments + 2,000 StatefulSets in
     /// 500 namespaces; 2,000 updates, 20 of them fan-outs to 100 Deployments (not in `all`: minutes to set up).
     M2,
-    /// M2 with every other workload selecting its resources by a named regex list instead of `auto` (issue 27:
-    /// a plan of such a workload looks at its namespace's resources only; compare with M2 in one run).
+    /// M2 with every other workload selecting its resources by a named list of anchored names instead of `auto`
+    /// (issue 27: a plan of such a workload looks at its namespace's resources only; compare with M2).
     M2N,
+    /// M2N with regular expressions in the named lists (`^cm-5(-v[0-9]+)?$`): matched, not looked up.
+    M2R,
     /// Restart budget: one Secret shared by 400 Deployments, rotated once (not in `all`; compare
     /// `--max-concurrent-rollouts` against none, with rollouts).
     B1,
@@ -54,11 +56,11 @@ pub const ALL: [ScenarioId; 14] = {
 pub const QUICK: [ScenarioId; 3] = [ScenarioId::S1, ScenarioId::S4, ScenarioId::S6];
 
 impl ScenarioId {
-    /// Parses `S1`…`S13`, `M1`, `M1K`, `M2`, `M2N`, `B1` (any case).
+    /// Parses `S1`…`S13`, `M1`, `M1K`, `M2`, `M2N`, `M2R`, `B1` (any case).
     pub fn parse(text: &str) -> Result<Self, Error> {
         let t = text.trim().to_ascii_uppercase();
         ALL.iter()
-            .chain(&[Self::M1K, Self::M2, Self::M2N, Self::B1])
+            .chain(&[Self::M1K, Self::M2, Self::M2N, Self::M2R, Self::B1])
             .copied()
             .find(|id| format!("{id:?}") == t)
             .ok_or_else(|| Error::Invalid(format!("scenario {text}")))
@@ -126,9 +128,18 @@ pub struct WorkloadDef {
     pub pause_period: Option<String>,
     /// `reloader.stakater.com/reload-on: keys-used` on its metadata (key-level reloads; ours).
     pub keys_used: bool,
-    /// Selects what it uses by named regex lists (`configmap.reloader.stakater.com/reload: "^cm-5$,^cm-79$"`,
-    /// the same for Secrets) instead of `reloader.stakater.com/auto`.
-    pub named_lists: bool,
+    /// Selects what it uses by named lists (`configmap.reloader.stakater.com/reload`, the same for Secrets) instead
+    /// of `reloader.stakater.com/auto`.
+    pub named_lists: Option<NamedLists>,
+}
+
+/// How a workload's named lists name what it uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NamedLists {
+    /// Anchored names, `^cm-5$,^cm-79$`: what most users write; the controller looks each name up.
+    Names,
+    /// Regular expressions, `^cm-5(-v[0-9]+)?$,…`: each changed resource of the namespace is matched against them.
+    Patterns,
 }
 
 /// How updates are made during the scenario.
@@ -178,7 +189,7 @@ pub(crate) fn secrets(ns: usize, count: usize, pad_bytes: usize) -> Vec<ConfigDe
 }
 
 pub(crate) fn deployment(ns: usize, name: String, refs: Vec<(usize, RefHow)>) -> WorkloadDef {
-    WorkloadDef { kind: Kind::Deployment, ns, name, refs, pause_period: None, keys_used: false, named_lists: false }
+    WorkloadDef { kind: Kind::Deployment, ns, name, refs, pause_period: None, keys_used: false, named_lists: None }
 }
 
 impl Layout {

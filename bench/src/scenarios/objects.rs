@@ -15,7 +15,7 @@ use kube::{
 };
 use serde_json::{Value, json};
 
-use super::{ConfigDef, ConfigKind, RefHow, WorkloadDef};
+use super::{ConfigDef, ConfigKind, NamedLists, RefHow, WorkloadDef};
 use crate::{Error, measure::tracker::Kind};
 
 /// Label on every object of one scenario run; the tracker watches by it.
@@ -158,10 +158,13 @@ pub async fn create_workload(
     refs: &[(ConfigKind, String, RefHow)],
 ) -> Result<(), Error> {
     let mut annotations = serde_json::Map::new();
-    if def.named_lists {
+    if let Some(lists) = def.named_lists {
         for (kind, key) in [(ConfigKind::ConfigMap, NAMED_CONFIGMAPS), (ConfigKind::Secret, NAMED_SECRETS)] {
-            let names: Vec<String> =
-                refs.iter().filter(|(k, ..)| *k == kind).map(|(_, n, _)| format!("^{n}$")).collect();
+            let entry = |n: &str| match lists {
+                NamedLists::Names => format!("^{n}$"),
+                NamedLists::Patterns => format!("^{n}(-v[0-9]+)?$"),
+            };
+            let names: Vec<String> = refs.iter().filter(|(k, ..)| *k == kind).map(|(_, n, _)| entry(n)).collect();
             if !names.is_empty() {
                 annotations.insert(key.into(), json!(names.join(",")));
             }
