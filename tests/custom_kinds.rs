@@ -173,9 +173,17 @@ async fn deployment_configs_are_picked_up_when_their_api_appears() {
         json!({"containers": [{"name": "app", "image": "x"}]}),
     )
     .await;
-    // The controller has seen both (it records what they run with at first sight) before the change is made.
-    wait_for("both DeploymentConfigs' first-sight records", RELOAD_WAIT, || async {
-        for name in ["legacy", "named"] {
+    create_custom(
+        &ns,
+        &deployment_configs(),
+        "restarted",
+        json!({"reloader.stakater.com/auto": "true", "reloader.stakater.com/rollout-strategy": "restart"}),
+        json!({"containers": [{"name": "app", "image": "x", "envFrom": [{"configMapRef": {"name": "cfg"}}]}]}),
+    )
+    .await;
+    // The controller has seen them (it records what they run with at first sight) before the change is made.
+    wait_for("the DeploymentConfigs' first-sight records", RELOAD_WAIT, || async {
+        for name in ["legacy", "named", "restarted"] {
             let o = api.get(name).await.map_err(|e| e.to_string())?;
             if !o.metadata.annotations.as_ref().is_some_and(|a| a.contains_key("reloader.stakater.com/applied-hashes"))
             {
@@ -203,5 +211,14 @@ async fn deployment_configs_are_picked_up_when_their_api_appears() {
         if value == Some(configmap_hash(&[("k", "2")])) { Ok(()) } else { Err(format!("{value:?}")) }
     })
     .await;
+    // The restart strategy on a kind without `spec.restartAt`: `kubectl rollout restart`'s mark in the template.
+    wait_for("the restarted DeploymentConfig's restartedAt", RELOAD_WAIT, || async {
+        let o = api.get("restarted").await.map_err(|e| e.to_string())?;
+        let mark = o.data.pointer("/spec/template/metadata/annotations/kubectl.kubernetes.io~1restartedAt");
+        if mark.is_some() { Ok(()) } else { Err(format!("{:?}", o.data["spec"]["template"]["metadata"])) }
+    })
+    .await;
+    let restarted = api.get("restarted").await.expect("get");
+    assert_eq!(env_value(&restarted, "STAKATER_CFG_CONFIGMAP"), None, "no env var with the restart strategy");
     let _ = crds.delete(crd_name, &DeleteParams::default()).await;
 }

@@ -271,7 +271,7 @@ async fn write_plan(
         // The wall-clock time of the trigger, fixed in its queue entry, not of this attempt: a retry after a lost
         // response writes the same `observedAt` / `restartAt` again, which changes nothing, instead of a second
         // rollout.
-        now: triggered.wall,
+        changed_at: triggered.wall,
         applied_hashes: plan.applied_hashes.as_ref().map(encode_applied_hashes),
         pause: pause.clone(),
         restart: rollout_strategy == RolloutStrategy::Restart,

@@ -97,7 +97,7 @@ fn job_from(cronjob: &Value, w: &WorkloadWrite<'_>) -> Value {
         Value::Object(_) => template["spec"].clone(),
         _ => json!({}),
     };
-    apply_to_template_json(&mut spec["template"], w.strategy, w.changes, w.now.as_second());
+    apply_to_template_json(&mut spec["template"], w.strategy, w.changes, w.changed_at.as_second());
     let name = cronjob["metadata"]["name"].as_str().unwrap_or_default();
     let mut metadata = json!({
         "name": job_name(cronjob, w),

@@ -113,15 +113,15 @@ pub(super) async fn write<K: kube::Resource<DynamicType = ()>>(
     }
     if !w.changes.is_empty() {
         if w.restart && restart_at {
-            body["spec"] = json!({"restartAt": crate::strategy::argo_restart_at(w.now)});
+            body["spec"] = json!({"restartAt": crate::strategy::argo_restart_at(w.changed_at)});
         } else {
             let current = api.get(&key.name).await?;
             let mut template = current.data.pointer("/spec/template").cloned().unwrap_or(Value::Null);
             if w.restart {
                 let annotations = &mut template["metadata"]["annotations"];
-                annotations[RESTARTED_AT] = json!(crate::strategy::restarted_at(w.now));
+                annotations[RESTARTED_AT] = json!(crate::strategy::restarted_at(w.changed_at));
             } else {
-                crate::strategy::apply_to_template_json(&mut template, w.strategy, w.changes, w.now.as_second());
+                crate::strategy::apply_to_template_json(&mut template, w.strategy, w.changes, w.changed_at.as_second());
             }
             body["spec"] = json!({"template": template});
             body["metadata"]["resourceVersion"] = json!(current.metadata.resource_version);

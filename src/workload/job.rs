@@ -188,7 +188,7 @@ fn recreated(mut job: Value, w: &WorkloadWrite<'_>) -> Value {
         object.remove("status");
     }
     if let Some(template) = job.pointer_mut("/spec/template") {
-        apply_to_template_json(template, w.strategy, w.changes, w.now.as_second());
+        apply_to_template_json(template, w.strategy, w.changes, w.changed_at.as_second());
     }
     if !manual_selector {
         if let Some(spec) = job.get_mut("spec").and_then(Value::as_object_mut) {

@@ -24,7 +24,7 @@ pub fn env_write<'a>(changes: &'a [TemplateChange], applied_hashes: Option<&str>
     WorkloadWrite {
         strategy: ReloadStrategy::EnvVars,
         changes,
-        now: jiff::Timestamp::UNIX_EPOCH,
+        changed_at: jiff::Timestamp::UNIX_EPOCH,
         applied_hashes: applied_hashes.map(str::to_owned),
         pause: None,
         restart: false,

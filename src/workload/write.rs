@@ -30,7 +30,7 @@ pub struct WorkloadWrite<'a> {
     pub changes: &'a [TemplateChange],
     /// The change's time, fixed when it was queued (every attempt writes the same): upstream's `observedAt` (its
     /// second), the restart strategy's mark.
-    pub now: jiff::Timestamp,
+    pub changed_at: jiff::Timestamp,
     /// New `applied-hashes` record, if it must be written.
     pub applied_hashes: Option<String>,
     /// Pause or resume a Deployment in the same patch: (`paused-at` key, action).
@@ -108,9 +108,9 @@ fn template_patch_body(w: &WorkloadWrite<'_>) -> Value {
     }
     if !w.changes.is_empty() {
         let template = if w.restart {
-            strategy::restart_template_patch(w.now)
+            strategy::restart_template_patch(w.changed_at)
         } else {
-            strategy::template_patch(w.strategy, w.changes, w.now.as_second())
+            strategy::template_patch(w.strategy, w.changes, w.changed_at.as_second())
         };
         body["spec"] = json!({"template": template});
     }
@@ -200,7 +200,7 @@ mod tests {
         let w = WorkloadWrite {
             strategy: ReloadStrategy::EnvVars,
             changes: &changes,
-            now: jiff::Timestamp::UNIX_EPOCH,
+            changed_at: jiff::Timestamp::UNIX_EPOCH,
             applied_hashes: Some("{}".into()),
             pause: Some(("example.com/paused-at", PauseAction::Pause { at: "2026-12-02T10:00:00Z".into() })),
             restart: false,
@@ -236,7 +236,7 @@ mod tests {
         let w = WorkloadWrite {
             strategy: ReloadStrategy::EnvVars,
             changes: &changes,
-            now: jiff::Timestamp::new(1_796_479_200, 123_456_789).expect("time"),
+            changed_at: jiff::Timestamp::new(1_796_479_200, 123_456_789).expect("time"),
             applied_hashes: Some("{\"c/cfg\":\"x\"}".into()),
             pause: None,
             restart: true,
@@ -274,7 +274,7 @@ mod tests {
         let w = WorkloadWrite {
             strategy: ReloadStrategy::Annotations,
             changes: &[],
-            now: jiff::Timestamp::UNIX_EPOCH,
+            changed_at: jiff::Timestamp::UNIX_EPOCH,
             applied_hashes: Some("{}".into()),
             pause: None,
             restart: false,
