@@ -1,7 +1,10 @@
 //! Annotation keys (all overridable by flags, as upstream) and the few annotation values a workload's
 //! reload decisions need, extracted once when the workload is indexed so the object can be dropped.
 
-use std::collections::BTreeMap;
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::{Arc, LazyLock, Mutex, PoisonError, Weak},
+};
 
 use regex::Regex;
 
@@ -89,7 +92,28 @@ pub struct NamedPattern {
 #[derive(Clone, Debug)]
 enum Matcher {
     Exact(String),
-    Regex(Regex),
+    Regex(Arc<Regex>),
+}
+
+/// Compiled regex entries, shared by every workload that writes the same entry (one Helm chart in many
+/// namespaces), and kept only while a workload holds them. Without it each workload compiled its own, again on
+/// every event of the workload (the summary is re-read): M2R (6,000 workloads with regex lists) used 4.9 s of CPU
+/// against M2's 2.9.
+static COMPILED: LazyLock<Mutex<HashMap<String, Weak<Regex>>>> = LazyLock::new(Mutex::default);
+
+/// The compiled regex of `entry`, shared.
+fn compiled(entry: &str) -> Result<Arc<Regex>, regex::Error> {
+    let mut cache = COMPILED.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(regex) = cache.get(entry).and_then(Weak::upgrade) {
+        return Ok(regex);
+    }
+    let regex = Arc::new(Regex::new(&format!("^(?:{entry})$"))?);
+    // Entries no workload holds any more go when the map has doubled since the last sweep (amortised O(1)).
+    if cache.len() >= 64 && cache.len().is_power_of_two() {
+        cache.retain(|_, r| r.strong_count() > 0);
+    }
+    cache.insert(entry.to_owned(), Arc::downgrade(&regex));
+    Ok(regex)
 }
 
 impl NamedPattern {
@@ -99,7 +123,7 @@ impl NamedPattern {
         let literal = |e: &str| !e.is_empty() && e.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
         let matcher = match [entry, unanchored].into_iter().find(|e| literal(e)) {
             Some(name) => Matcher::Exact(name.to_owned()),
-            None => Matcher::Regex(Regex::new(&format!("^(?:{entry})$"))?),
+            None => Matcher::Regex(compiled(entry)?),
         };
         Ok(Self { text: entry.to_owned(), matcher })
     }
@@ -355,6 +379,22 @@ mod tests {
         }
         assert!(matches!(NamedPattern::new("^cm-5$").map(|p| p.matcher), Ok(Matcher::Exact(n)) if n == "cm-5"));
         assert!(matches!(NamedPattern::new("cm.5").map(|p| p.matcher), Ok(Matcher::Regex(_))), "`.` is any character");
+    }
+
+    /// Workloads writing the same regex entry share one compiled regex; it goes when none holds it.
+    #[test]
+    fn equal_regex_entries_share_one_compiled_regex() {
+        let regex = |p: NamedPattern| match p.matcher {
+            Matcher::Regex(r) => r,
+            Matcher::Exact(_) => panic!("a regex entry"),
+        };
+        let entry = "shared-(a|b)-[0-9]+";
+        let (a, b) = (regex(NamedPattern::new(entry).expect("valid")), regex(NamedPattern::new(entry).expect("valid")));
+        assert!(Arc::ptr_eq(&a, &b), "one compiled regex");
+        assert!(a.is_match("shared-a-1") && !a.is_match("shared-c-1"));
+        drop((a, b));
+        let cache = COMPILED.lock().unwrap_or_else(PoisonError::into_inner);
+        assert!(cache.get(entry).is_some_and(|w| w.upgrade().is_none()), "held by no workload: swept later");
     }
 
     #[test]
