@@ -175,9 +175,10 @@ async fn the_image_holds_a_static_binary_per_platform_and_the_amd64_one_reloads(
 }
 
 /// "Build your own image", as the README's quick start says it: the image pushed with crane to a registry (one
-/// crane serves here), installed with helm and `--set image.repository=…`; the Deployment names that image, the
-/// registry serves it at the digest `make image` wrote, and the binary pulled from it, run with the installed
-/// Deployment's arguments and ServiceAccount, reloads a Deployment of the release's namespace.
+/// crane serves here), the chart packaged and pushed there as an OCI artifact (`helm push`, as the release
+/// workflow publishes it) and installed from that OCI reference with `--set image.repository=…`; the Deployment
+/// names that image, the registry serves it at the digest `make image` wrote, and the binary pulled from it, run
+/// with the installed Deployment's arguments and ServiceAccount, reloads a Deployment of the release's namespace.
 #[tokio::test]
 #[ignore = "needs `make image` (run by `make image-check`)"]
 async fn the_image_pushed_to_a_registry_installs_with_helm_and_reloads() {
@@ -210,14 +211,24 @@ async fn the_image_pushed_to_a_registry_installs_with_helm_and_reloads() {
     };
     crane_run(&["push", dir.join("oci").to_str().unwrap_or_default(), &image]);
 
+    let scratch = tempdir("own-image");
+    let packaged =
+        chart::helm(&["package", &chart::chart_dir().display().to_string(), "-d", &scratch.display().to_string()]);
+    let tgz = packaged.rsplit(": ").next().unwrap_or_default().trim().to_owned();
+    let charts = format!("oci://127.0.0.1:{port}/charts");
+    chart::helm(&["push", &tgz, &charts, "--plain-http"]);
+
     let ns = TestNamespace::create("own-image").await;
-    let chart = chart::chart_dir().display().to_string();
+    let reference = format!("{charts}/reloader");
     let set_repository = format!("image.repository={repository}");
     let release = ns.name.clone();
     chart::helm(&[
         "install",
         &release,
-        &chart,
+        &reference,
+        "--version",
+        env!("CARGO_PKG_VERSION"),
+        "--plain-http",
         "-n",
         &ns.name,
         "--set",
@@ -234,7 +245,6 @@ async fn the_image_pushed_to_a_registry_installs_with_helm_and_reloads() {
 
     // The binary as a node would run it: pulled from the registry (amd64), with the installed Deployment's
     // arguments and environment and its ServiceAccount's permissions.
-    let scratch = tempdir("own-image");
     let tarball = scratch.join("fs.tar");
     crane_run(&["export", "--platform", "linux/amd64", &image, tarball.to_str().unwrap_or_default()]);
     let untar = Command::new("tar").arg("-xf").arg(&tarball).arg("-C").arg(&scratch).arg("reloader").status();
