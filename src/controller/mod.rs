@@ -9,6 +9,7 @@ mod budget;
 mod fallback;
 mod observe_csi;
 mod observe_failures;
+mod observe_lists;
 mod observe_trigger;
 mod observe_windows;
 mod observer;

@@ -50,7 +50,7 @@ impl Observer {
         }
         if code == Some(404) && info.source.is_optional() {
             // The API is gone: so are its objects. The watch keeps retrying and relists when it is back.
-            self.prune(id, &super::observer::ListSeen::default());
+            self.prune(id, &super::observe_lists::ListSeen::default());
         }
         self.first_sync_if_complete();
     }

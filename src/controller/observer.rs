@@ -1,6 +1,7 @@
 //! Applies watch observations to the index and queues the workloads that must be reconciled: those a
-//! content change concerns, changed workloads, and — after the first complete list and after every relist —
-//! all of them (level-triggered; an unchanged workload costs no request).
+//! content change concerns and changed workloads. Its other parts, by what they observe: lists, relists and the
+//! first sync (`observe_lists.rs`), triggers (`observe_trigger.rs`), failures (`observe_failures.rs`), CSI
+//! (`observe_csi.rs`), namespaces' windows (`observe_windows.rs`).
 
 use std::{
     collections::{HashMap, HashSet},
@@ -10,48 +11,29 @@ use std::{
 
 use tracing::{debug, info, warn};
 
-use super::{Context, Observed, Source, StreamInfo};
+use super::{Context, Observed, Source, StreamInfo, observe_lists::Relists};
 use crate::{
-    index::{Baseline, ConfigKey, ConfigUpdate},
+    index::{Baseline, ConfigUpdate},
     resource::ConfigKind,
     workload::WorkloadKey,
 };
 
-/// What a relist has seen so far (a stream fills the set of its own kind).
-#[derive(Debug, Default)]
-pub(super) struct ListSeen {
-    pub(super) configs: HashSet<ConfigKey>,
-    pub(super) workloads: HashSet<WorkloadKey>,
-    pub(super) namespaces: HashSet<String>,
-}
-
-/// The relists in progress that record what they see, by stream.
-#[derive(Debug, Default)]
-pub(super) struct Relists(HashMap<usize, ListSeen>);
-
-impl Relists {
-    /// The record of `stream`'s relist, when `listed` (the object is part of a list) and that list records.
-    pub(super) fn seen(&mut self, stream: usize, listed: bool) -> Option<&mut ListSeen> {
-        if listed { self.0.get_mut(&stream) } else { None }
-    }
-}
-
 /// Applies observations to the index and queues work.
 pub(super) struct Observer {
     pub(super) ctx: Arc<Context>,
-    infos: Vec<StreamInfo>,
+    pub(super) infos: Vec<StreamInfo>,
     /// Per stream: its first list has completed.
-    listed: Vec<bool>,
+    pub(super) listed: Vec<bool>,
     /// Per stream: its last outcome was an error (cleared when it delivers again).
     pub(super) errored: Vec<bool>,
     /// Streams that have started a list. The first list of a stream (unless it failed before) records nothing:
     /// the index holds nothing of the stream yet, so nothing can be gone — which spares a set of every key listed
     /// at startup (1.6 MB for M1's 20,000 resources, heaptrack). A relist records what it sees, to forget the rest.
-    lists_started: HashSet<usize>,
+    pub(super) lists_started: HashSet<usize>,
     /// What each stream's current relist has seen so far.
     pub(super) relisting: Relists,
     /// Namespaces matching `--namespace-selector` (only consulted when it is set).
-    selected: HashSet<String>,
+    pub(super) selected: HashSet<String>,
     /// Every stream has listed once or failed: changes are acted on from now on.
     pub(super) synced: bool,
     /// CSI: each SecretProviderClassPodStatus's last hash.
@@ -190,13 +172,7 @@ impl Observer {
     pub(super) fn apply(&mut self, o: Observed) {
         let now = Instant::now();
         match o {
-            Observed::ListStarted(id) => {
-                // A stream that failed before may have left entries through the fallback LISTs: it records too.
-                let first = self.lists_started.insert(id) && !self.errored.get(id).copied().unwrap_or(false);
-                if !first {
-                    self.relisting.0.insert(id, ListSeen::default());
-                }
-            }
+            Observed::ListStarted(id) => self.list_started(id),
             Observed::ListDone(id) => self.list_done(id),
             Observed::Config { stream, mut key, facts, listed, views, digest } => {
                 let baseline = self.baseline(stream, true);
@@ -310,99 +286,6 @@ impl Observer {
         }
     }
 
-    /// After a (re)list: forget what the list no longer contains; after the first sync, and after every
-    /// relist, reconcile all workloads (an unchanged one costs no request).
-    fn list_done(&mut self, id: usize) {
-        if let Some(seen) = self.relisting.0.remove(&id) {
-            self.prune(id, &seen);
-        }
-        self.listed[id] = true;
-        self.recovered(id);
-        // Ready once every core kind has listed: an optional kind (Rollouts, DeploymentConfigs, CSI) that cannot
-        // list is reported in /readyz but does not hold readiness back; a core kind that cannot does (http.rs).
-        if self.infos.iter().zip(&self.listed).all(|(i, l)| *l || i.source.is_optional()) {
-            self.ctx.health.set_synced();
-            self.ctx.metrics.ready.set(1.0);
-        }
-        if let Some(info) = self.infos.get(id)
-            && let Source::Config(kind) = info.source
-        {
-            self.ctx.index().set_config_source_listed(kind, info.namespace.as_deref(), true);
-        }
-        if !self.first_sync_if_complete() && self.synced {
-            self.reconcile_all();
-        }
-    }
-
-    /// Forgets what stream `id` covers and was not `seen` (in its last list).
-    pub(super) fn prune(&mut self, id: usize, seen: &ListSeen) {
-        let ListSeen { configs, workloads, namespaces } = seen;
-        let Some(info) = self.infos.get(id) else { return };
-        let ns = info.namespace.as_deref();
-        let mut index = self.ctx.index();
-        match info.source {
-            Source::Config(kind) => {
-                let tombstone = self.ctx.settings.reload_on_delete;
-                for key in index.configs_of(kind, ns) {
-                    if !configs.contains(&key) {
-                        index.delete_config(&key, tombstone);
-                    }
-                }
-            }
-            Source::Workload(kind) => {
-                let gone: Vec<WorkloadKey> =
-                    index.workloads_of(kind, ns).into_iter().filter(|k| !workloads.contains(k)).collect();
-                drop(index);
-                let now = Instant::now();
-                for key in gone {
-                    self.forget_workload(&key, now);
-                }
-            }
-            Source::Namespaces => self.selected.retain(|n| namespaces.contains(n)),
-            Source::NamespaceWindows => {
-                index.retain_namespace_windows(namespaces);
-                // A namespace gone while the watch was away takes its reported bad value along.
-                self.bad_windows.retain(|n, _| namespaces.contains(n));
-            }
-            Source::SecretProviderClasses => {}
-        }
-    }
-
-    /// The first sync: once every stream has listed or failed (a stream that cannot list never holds the others
-    /// back), reconcile every workload once. Returns true when it happened now.
-    pub(super) fn first_sync_if_complete(&mut self) -> bool {
-        if self.synced || !self.listed.iter().zip(&self.errored).all(|(l, e)| *l || *e) {
-            return false;
-        }
-        self.synced = true;
-        let (configs, workloads) = self.ctx.index().sizes();
-        let failing: Vec<String> =
-            self.infos.iter().zip(&self.listed).filter(|(_, l)| !**l).map(|(i, _)| i.to_string()).collect();
-        if failing.is_empty() {
-            info!(configs, workloads, "all watches synced; reconciling every workload once");
-        } else {
-            warn!(configs, workloads, failing = ?failing,
-                  "watches synced except {failing:?}, which keep retrying; reconciling every workload once");
-        }
-        self.reconcile_all();
-        true
-    }
-
-    /// The one way a workload leaves, however it goes (deleted, missing from a relist or a fallback LIST): the
-    /// index, the rollout budget's slot and the gates' waiting entry forget it, and what waited for it is woken.
-    /// A budget slot left behind was held until `--rollout-timeout` and then read as a failed rollout (issue 27,
-    /// finding 6).
-    pub(super) fn forget_workload(&self, key: &WorkloadKey, now: Instant) {
-        self.ctx.index().delete_workload(key);
-        self.ctx.waiting.forget(key, &self.ctx.metrics.waiting);
-        for waiter in self.ctx.waiting.to_wake(now, Some(key)) {
-            self.enqueue(waiter, now, Lane::Change);
-        }
-        if let Some(next) = self.ctx.budget.forget(key) {
-            self.enqueue(next, now, Lane::Change);
-        }
-    }
-
     /// On becoming leader: the `InvalidAnnotation` Events of problems seen while following (a follower logs them
     /// but publishes nothing; Events are the leader's).
     pub(super) fn report_problems(&self) {
@@ -415,34 +298,6 @@ impl Observer {
                     events.invalid_annotation(&key, uid.clone(), &message);
                 }
             }
-        }
-    }
-
-    /// Queues every workload (after a sync, a relist, or on becoming leader); unchanged ones cost no request.
-    pub(super) fn reconcile_all(&self) {
-        if !self.synced {
-            return;
-        }
-        let now = Instant::now();
-        let keys = {
-            let index = self.ctx.index();
-            if self.ctx.leads() {
-                // Rollouts running now count in the budget, whoever started them (a leader before this one).
-                self.ctx.budget.adopt(index.rollouts_in_progress(), now);
-            }
-            index.workload_keys()
-        };
-        for key in keys {
-            self.enqueue(key, now, Lane::Reconcile);
-        }
-        if self.ctx.owed_jobs.enabled() && self.ctx.leads() {
-            // Jobs an earlier process deleted for a reload and did not create again: their reconcile creates them.
-            let ctx = self.ctx.clone();
-            tokio::spawn(async move {
-                for key in ctx.owed_jobs.owed_keys(&ctx.client).await {
-                    ctx.queue.add(key, Instant::now());
-                }
-            });
         }
     }
 }

@@ -12,6 +12,7 @@ use crate::{
     controller::{Settings, WatchPlan, WorkQueue},
     decision::DecisionSettings,
     hash::ContentHash,
+    index::ConfigKey,
     index::{ConfigFacts, Index},
     strategy::ReloadStrategy,
     workload::{WorkloadKind, summarise},
