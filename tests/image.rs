@@ -249,23 +249,9 @@ async fn the_image_pushed_to_a_registry_installs_with_helm_and_reloads() {
     crane_run(&["export", "--platform", "linux/amd64", &image, tarball.to_str().unwrap_or_default()]);
     let untar = Command::new("tar").arg("-xf").arg(&tarball).arg("-C").arg(&scratch).arg("reloader").status();
     assert!(untar.is_ok_and(|s| s.success()), "the image holds /reloader");
-    let manifest = chart::helm(&["get", "manifest", &release, "-n", &ns.name]);
-    let (args, mut env) = chart::container_command(&chart::parse_documents(&manifest), &ns.name, "reloader-0");
-    let client = testenv::harness::client().await;
-    let kubeconfig = chart::service_account_kubeconfig(&client, &ns.name, &format!("{release}-reloader")).await;
-    env.push(("KUBECONFIG".into(), kubeconfig.display().to_string()));
-    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
-    Kind::Deployment
-        .create(&ns, "web", json!({"reloader.stakater.com/auto": "true"}), json!({}), env_from_configmap("cfg"))
-        .await;
-    Kind::Deployment.wait_revisions(&ns, "web", 1).await;
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let reloader = Reloader::spawn_binary(&scratch.join("reloader"), &args, &env);
-    reloader.wait_log("watches synced").await;
-    set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
-    Kind::Deployment.wait_revisions(&ns, "web", 2).await;
-    drop(reloader);
+    let manifest = chart::parse_documents(&chart::helm(&["get", "manifest", &release, "-n", &ns.name]));
+    let account = format!("{release}-reloader");
+    chart::installed_controller_reloads(&scratch.join("reloader"), &manifest, &ns.name, &account, &[], &ns).await;
     chart::helm(&["uninstall", &release, "-n", &ns.name, "--wait"]);
 }
 

@@ -290,22 +290,9 @@ async fn kustomize_manifests_apply_and_their_rbac_reloads() {
     // namespace so it leaves other tests' workloads alone.
     let ns = TestNamespace::create("kustomize").await;
     let text = std::fs::read_to_string(repo().join("deploy/kubernetes/reloader.yaml")).expect("manifest");
-    let (mut args, mut env) = container_command(&parse_documents(&text), "default", "reloader-0");
-    args.push(format!("--namespaces={}", ns.name));
-    let kubeconfig = service_account_kubeconfig(&client, "default", "reloader-reloader").await;
-    env.push(("KUBECONFIG".into(), kubeconfig.display().to_string()));
-    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
-    Kind::Deployment
-        .create(&ns, "app", json!({"reloader.stakater.com/auto": "true"}), json!({}), env_from_configmap("cfg"))
-        .await;
-    Kind::Deployment.wait_revisions(&ns, "app", 1).await;
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let reloader = Reloader::spawn(&args, &env);
-    reloader.wait_log("all watches synced").await;
-    set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
-    Kind::Deployment.wait_revisions(&ns, "app", 2).await;
-    drop(reloader);
+    let scoped = [format!("--namespaces={}", ns.name)];
+    let binary = std::path::Path::new(env!("CARGO_BIN_EXE_reloader"));
+    installed_controller_reloads(binary, &parse_documents(&text), "default", "reloader-reloader", &scoped, &ns).await;
     let _ = run(&tool("kubectl"), &["delete", "-k", &dir, "--wait=false"]);
 }
 

@@ -185,26 +185,21 @@ pub(super) async fn patch_for_generation<P: serde::Serialize + fmt::Debug>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{hash::ContentHash, resource::ConfigKind, workload::WorkloadKind};
+    use crate::{
+        hash::ContentHash,
+        resource::ConfigKind,
+        workload::{
+            WorkloadKind,
+            test_support::{change, env_write},
+        },
+    };
 
     #[test]
     fn one_patch_carries_record_template_change_and_pause() {
-        let changes = [TemplateChange {
-            kind: ConfigKind::ConfigMap,
-            name: "cfg".into(),
-            namespace: "ns".into(),
-            hash: ContentHash::NONE,
-            container: "app".into(),
-            deleted: false,
-        }];
+        let changes = [change(ConfigKind::ConfigMap, "cfg", "app")];
         let w = WorkloadWrite {
-            strategy: ReloadStrategy::EnvVars,
-            changes: &changes,
-            changed_at: jiff::Timestamp::UNIX_EPOCH,
-            applied_hashes: Some("{}".into()),
             pause: Some(("example.com/paused-at", PauseAction::Pause { at: "2026-12-02T10:00:00Z".into() })),
-            restart: false,
-            owed_jobs: None,
+            ..env_write(&changes, Some("{}"))
         };
         let hash = ContentHash::NONE.to_string();
         assert_eq!(
@@ -225,22 +220,11 @@ mod tests {
     /// and the record, and nothing of the reload strategy's.
     #[test]
     fn the_restart_strategy_writes_restarted_at_and_the_record_only() {
-        let changes = [TemplateChange {
-            kind: ConfigKind::ConfigMap,
-            name: "cfg".into(),
-            namespace: "ns".into(),
-            hash: ContentHash::NONE,
-            container: "app".into(),
-            deleted: false,
-        }];
+        let changes = [change(ConfigKind::ConfigMap, "cfg", "app")];
         let w = WorkloadWrite {
-            strategy: ReloadStrategy::EnvVars,
-            changes: &changes,
             changed_at: jiff::Timestamp::new(1_796_479_200, 123_456_789).expect("time"),
-            applied_hashes: Some("{\"c/cfg\":\"x\"}".into()),
-            pause: None,
             restart: true,
-            owed_jobs: None,
+            ..env_write(&changes, Some("{\"c/cfg\":\"x\"}"))
         };
         assert_eq!(
             template_patch_body(&w),

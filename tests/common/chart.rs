@@ -149,3 +149,32 @@ pub fn container_command(objects: &[Value], namespace: &str, pod_name: &str) -> 
     }
     (args.collect(), env)
 }
+
+/// The controller as the rendered `objects` run it — `binary` with the Deployment's arguments (plus `extra_args`)
+/// and environment as pod `reloader-0` in `pod_namespace`, and the token of its ServiceAccount `service_account`
+/// there — reloads a Deployment of `ns` when the ConfigMap it uses changes.
+pub async fn installed_controller_reloads(
+    binary: &Path,
+    objects: &[Value],
+    pod_namespace: &str,
+    service_account: &str,
+    extra_args: &[String],
+    ns: &super::TestNamespace,
+) {
+    use super::{Kind, Reloader, create_configmap, env_from_configmap, set_configmap_data};
+    let (mut args, mut env) = container_command(objects, pod_namespace, "reloader-0");
+    args.extend_from_slice(extra_args);
+    let client = testenv::harness::client().await;
+    let kubeconfig = service_account_kubeconfig(&client, pod_namespace, service_account).await;
+    env.push(("KUBECONFIG".into(), kubeconfig.display().to_string()));
+    create_configmap(ns, "cfg", &[("k", "1")], &[]).await;
+    let auto = serde_json::json!({"reloader.stakater.com/auto": "true"});
+    Kind::Deployment.create(ns, "web", auto, serde_json::json!({}), env_from_configmap("cfg")).await;
+    Kind::Deployment.wait_revisions(ns, "web", 1).await;
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let reloader = Reloader::spawn_binary(binary, &args, &env);
+    reloader.wait_log("watches synced").await;
+    set_configmap_data(ns, "cfg", &[("k", "2")]).await;
+    Kind::Deployment.wait_revisions(ns, "web", 2).await;
+}
