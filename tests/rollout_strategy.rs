@@ -32,9 +32,17 @@ async fn restart_strategy_rolls_with_restarted_at_and_never_twice(kind: Kind) {
     let line = reloader.wait_log("updated 'web' of type").await;
     assert!(line.contains("rollout_strategy=restart"), "{line}");
 
-    // The record is the memory: a new controller rolls nothing.
+    // The record is the memory: a new controller, once it has reconciled the workload and found nothing to do,
+    // has rolled nothing.
     drop(reloader);
     let reloader = Reloader::start(&ns.name, &[]).await;
+    let base = reloader.http_base().await;
+    wait_for("the new controller's reconcile of web", RELOAD_WAIT, || async {
+        let metrics = http_get(&base, "/metrics").await.1;
+        let up_to_date = sample(&metrics, "reloader_skipped_total{reason=\"strategy_not_updated\"}").unwrap_or(0.0);
+        if up_to_date >= 1.0 { Ok(()) } else { Err(format!("{up_to_date} reconciles with nothing to do")) }
+    })
+    .await;
     kind.stays_at_revisions(&ns, "web", 2).await;
 
     // Two changes within a second roll twice: the mark has milliseconds.
