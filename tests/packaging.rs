@@ -107,6 +107,7 @@ fn upstream_values_render_upstream_flags() {
 fn added_values_render_their_flags_and_defaults_render_none() {
     let values = [
         "reloader.reloadOn=keys-used",
+        "reloader.rolloutStrategy=restart",
         "reloader.rollouts.maxConcurrent=10",
         "reloader.rollouts.timeout=15m",
         "reloader.rollouts.haltOnFailure=true",
@@ -117,6 +118,7 @@ fn added_values_render_their_flags_and_defaults_render_none() {
     let (args, _) = container_command(&objects, "reloader", "pod");
     let flags = [
         "--reload-on=keys-used",
+        "--rollout-strategy=restart",
         "--max-concurrent-rollouts=10",
         "--rollout-timeout=15m",
         "--halt-on-failed-rollout=true",
