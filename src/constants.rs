@@ -32,6 +32,9 @@ pub mod annotation {
     /// Workload metadata: `restart` or `rollout` (upstream's, for Argo Rollouts; ours for every kind with a pod
     /// template).
     pub const ROLLOUT_STRATEGY: &str = "reloader.stakater.com/rollout-strategy";
+    /// Ours (issue 29), on a CronJob: `spawn` (upstream's, the default: a Job now) or `patch` (the job template
+    /// only: the next scheduled run uses the new content).
+    pub const CRONJOB_RELOAD: &str = "reloader.stakater.com/cronjob-reload";
     /// `kubectl rollout restart`'s mark on a pod template: the `restart` strategy writes it.
     pub const RESTARTED_AT: &str = "kubectl.kubernetes.io/restartedAt";
     /// Deployment metadata: Go duration to pause after a reload.

@@ -151,6 +151,45 @@ async fn a_suspended_cronjob_spawns_nothing_and_resuming_it_spawns_no_old_change
 }
 
 /// ConfigMap `cfg` (`k=1`) and Job `migrate` (auto) using it; returns the Jobs API and the Job's UID.
+/// `reloader.stakater.com/cronjob-reload: patch` (issue 29, upstream stakater/Reloader#1100): a change patches the job
+/// template — the next scheduled run uses it — and spawns nothing, suspended or not.
+#[tokio::test]
+async fn a_cronjob_with_cronjob_reload_patch_gets_its_job_template_patched_and_spawns_nothing() {
+    let ns = TestNamespace::create("cronjob-patch").await;
+    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
+    create_cronjob(&ns, "nightly", "cfg").await;
+    let mode = Patch::Merge(json!({"metadata": {"annotations": {"reloader.stakater.com/cronjob-reload": "patch"}}}));
+    api::<CronJob>(&ns).patch("nightly", &PatchParams::default(), &mode).await.expect("annotate");
+    let reloader = Reloader::start(&ns.name, &[]).await;
+    let template_carries = |value: &'static str| {
+        let ns = &ns;
+        async move {
+            let cj = api::<CronJob>(ns).get("nightly").await.map_err(|e| e.to_string())?;
+            let env = cj
+                .spec
+                .and_then(|s| s.job_template.spec)
+                .and_then(|s| s.template.spec)
+                .and_then(|s| s.containers[0].env.clone())
+                .unwrap_or_default();
+            let expected = configmap_hash(&[("k", value)]);
+            let found = env.iter().any(|e| e.name == "STAKATER_CFG_CONFIGMAP" && e.value.as_deref() == Some(&expected));
+            if found { Ok(()) } else { Err(format!("{env:?}")) }
+        }
+    };
+
+    set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
+    wait_for("the job template to carry the new hash", RELOAD_WAIT, || template_carries("2")).await;
+    let line = reloader.wait_log("updated 'nightly' of type").await;
+    assert!(line.contains("rollout_strategy=patch"), "{line}");
+    assert!(jobs_owned_by(&ns, "nightly").await.is_empty(), "patched, not spawned");
+
+    let suspend = Patch::Merge(json!({"spec": {"suspend": true}}));
+    api::<CronJob>(&ns).patch("nightly", &PatchParams::default(), &suspend).await.expect("suspend");
+    set_configmap_data(&ns, "cfg", &[("k", "3")]).await;
+    wait_for("a suspended CronJob's job template patched too", RELOAD_WAIT, || template_carries("3")).await;
+    assert!(jobs_owned_by(&ns, "nightly").await.is_empty(), "patched, not spawned");
+}
+
 async fn create_migrate_job(ns: &TestNamespace) -> (Api<Job>, Option<String>) {
     create_configmap(ns, "cfg", &[("k", "1")], &[]).await;
     let job: Job = serde_json::from_value(json!({

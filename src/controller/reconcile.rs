@@ -205,16 +205,16 @@ async fn write_plan(
     triggered: Trigger,
     mut plan: crate::index::WorkloadPlan,
 ) -> Result<bool, Error> {
-    let (pause_state, uid, rollout_strategy) = {
+    let (pause_state, uid, rollout_strategy, cronjob_reload) = {
         let index = ctx.index();
-        (index.pause_state(key), index.workload_uid(key), index.rollout_strategy(key))
+        (index.pause_state(key), index.workload_uid(key), index.rollout_strategy(key), index.cronjob_reload(key))
     };
     // CronJobs spawn a Job and Jobs are recreated: a template is written only where pods roll out.
     let rollout_strategy = match rollout_strategy.unwrap_or(ctx.settings.rollout_strategy) {
         RolloutStrategy::Restart if key.kind.tracks_rollouts() => RolloutStrategy::Restart,
         _ => RolloutStrategy::Rollout,
     };
-    let suspended = pause_state.as_ref().is_some_and(|p| workload::spawns_nothing(key.kind, p));
+    let suspended = pause_state.as_ref().is_some_and(|p| workload::spawns_nothing(key.kind, p, cronjob_reload));
     let now = jiff::Timestamp::now();
     let pause = match pause_state {
         Some(state) if key.kind == WorkloadKind::Deployment => pause::evaluate(&state, !plan.reloads.is_empty(), now),
@@ -275,6 +275,7 @@ async fn write_plan(
         applied_hashes: plan.applied_hashes.as_ref().map(encode_applied_hashes),
         pause: pause.clone(),
         restart: rollout_strategy == RolloutStrategy::Restart,
+        cronjob_reload,
         owed_jobs: Some(&ctx.owed_jobs),
     };
     let kind = key.kind.to_string();
@@ -386,6 +387,11 @@ async fn write_plan(
     if plan.reloads.is_empty() {
         debug!(workload = %key, "recorded applied hashes");
     }
+    // What ran, in the log: the rollout strategy, or for a CronJob its `cronjob-reload` mode.
+    let ran = match key.kind {
+        WorkloadKind::CronJob => cronjob_reload.as_str(),
+        _ => rollout_strategy.as_str(),
+    };
     for r in &plan.reloads {
         let changed = r.changed_keys.as_deref();
         if let Some(events) = ctx.events() {
@@ -405,7 +411,7 @@ async fn write_plan(
         info!(
             namespace = %key.namespace, workload = %key.name, kind = %key.kind,
             config = %r.config.name, config_kind = %r.config.kind, reason = %r.reason, latency_ms,
-            deleted = r.deleted, changed_keys = %changed_keys, rollout_strategy = %rollout_strategy.as_str(),
+            deleted = r.deleted, changed_keys = %changed_keys, rollout_strategy = %ran,
             "Changes detected in '{}' of type '{}' in namespace '{}'; updated '{}' of type '{}' in namespace '{}'",
             r.config.name, r.config.kind.upstream_type(), r.config.namespace, key.name, key.kind, key.namespace
         );

@@ -187,6 +187,11 @@ impl Index {
         self.workloads.get(key).and_then(|s| s.summary.rollout_strategy)
     }
 
+    /// A CronJob's `cronjob-reload` mode (`spawn` for anything not indexed).
+    pub fn cronjob_reload(&self, key: &WorkloadKey) -> crate::workload::CronJobReload {
+        self.workloads.get(key).map(|s| s.summary.cronjob_reload).unwrap_or_default()
+    }
+
     /// A workload's pause state.
     pub fn pause_state(&self, key: &WorkloadKey) -> Option<crate::pause::PauseState> {
         self.workloads.get(key).map(|s| s.summary.pause.clone())

@@ -1,7 +1,9 @@
 //! batch/v1 CronJob: never modified (upstream). A reload creates a Job from its job template carrying the new
 //! hash, owned by the CronJob and marked `cronjob.kubernetes.io/instantiate: manual` (§3.6); the hashes are
 //! then recorded in the CronJob's metadata so a restart does not spawn again. The CronJob is read and the Job
-//! built as JSON, so job-template fields newer than this binary's API types are kept.
+//! built as JSON, so job-template fields newer than this binary's API types are kept. With
+//! `reloader.stakater.com/cronjob-reload: patch` (ours, issue 29) the job template is patched instead and nothing
+//! runs until the next scheduled run.
 
 use k8s_openapi::api::{
     batch::v1::{CronJob, Job},
@@ -16,12 +18,16 @@ use serde_json::{Value, json};
 
 use super::{
     WorkloadKey, WorkloadKind, WorkloadObject, WorkloadWrite,
-    write::{get_json, json_api, patch_metadata},
+    write::{get_json, json_api, patch_metadata, strategic_patch, template_patch_body},
 };
 use crate::{
-    constants::{CRONJOB_INSTANTIATE, annotation::APPLIED_HASHES},
+    constants::{
+        CRONJOB_INSTANTIATE,
+        annotation::{APPLIED_HASHES, CRONJOB_RELOAD},
+    },
     hash::ContentHash,
     strategy::apply_to_template_json,
+    values::WorkloadProblem,
 };
 
 impl WorkloadObject for CronJob {
@@ -44,11 +50,54 @@ impl WorkloadObject for CronJob {
     }
 }
 
+/// How a change reloads a CronJob: `reloader.stakater.com/cronjob-reload` on its metadata (issue 29, upstream
+/// stakater/Reloader#1100: a Job spawned at an unscheduled moment is not always wanted).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CronJobReload {
+    /// Upstream's: a Job from the job template, now.
+    #[default]
+    Spawn,
+    /// The job template only, as a Deployment's pod template: the next scheduled run uses the new content.
+    Patch,
+}
+
+impl CronJobReload {
+    /// The annotation's value for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Spawn => "spawn",
+            Self::Patch => "patch",
+        }
+    }
+
+    /// The mode the annotation's `value` asks for on a workload of `kind`, and what is wrong with it: an unknown
+    /// value keeps upstream's `spawn`; on another kind it means nothing.
+    pub fn from_annotation(kind: WorkloadKind, value: Option<&str>) -> (Self, Option<WorkloadProblem>) {
+        let Some(value) = value else { return (Self::Spawn, None) };
+        let problem = |message: String| {
+            Some(WorkloadProblem { key: CRONJOB_RELOAD.to_owned(), value: value.to_owned(), message })
+        };
+        match value {
+            _ if kind != WorkloadKind::CronJob => {
+                (Self::Spawn, problem(format!("Annotation '{CRONJOB_RELOAD}' only applicable for cronjobs")))
+            }
+            "spawn" => (Self::Spawn, None),
+            "patch" => (Self::Patch, None),
+            _ => (
+                Self::Spawn,
+                problem(format!(
+                    "annotation {CRONJOB_RELOAD:?}: {value:?} is not a CronJob reload (spawn, patch); a Job is spawned"
+                )),
+            ),
+        }
+    }
+}
+
 /// A suspended CronJob spawns nothing for a change (issue 29; upstream spawns a Job anyway, stakater/Reloader#822):
 /// the change is recorded in its `applied-hashes` instead, so resuming it spawns no old reload, and its next
-/// scheduled run uses its template as it is.
-pub fn spawns_nothing(kind: WorkloadKind, pause: &crate::pause::PauseState) -> bool {
-    kind == WorkloadKind::CronJob && pause.paused
+/// scheduled run uses its template as it is. With `cronjob-reload: patch` its template is patched as always.
+pub fn spawns_nothing(kind: WorkloadKind, pause: &crate::pause::PauseState, reload: CronJobReload) -> bool {
+    kind == WorkloadKind::CronJob && pause.paused && reload == CronJobReload::Spawn
 }
 
 /// Spawns the Job, then records the hashes on the CronJob. The Job's name is derived from what it is spawned
@@ -56,6 +105,12 @@ pub fn spawns_nothing(kind: WorkloadKind, pause: &crate::pause::PauseState) -> b
 /// failed record patch, a crash or a failover in between — finds the Job already there instead of spawning a
 /// second one.
 pub(super) async fn write(client: &Client, key: &WorkloadKey, w: &WorkloadWrite<'_>) -> Result<(), kube::Error> {
+    if w.cronjob_reload == CronJobReload::Patch {
+        return match patch_body(w) {
+            Some(body) => strategic_patch::<CronJob>(client, key, &body).await,
+            None => Ok(()),
+        };
+    }
     if !w.changes.is_empty() {
         let cronjob = get_json(&json_api::<CronJob>(client, &key.namespace), &key.name).await?;
         let job: DynamicObject = serde_json::from_value(job_from(&cronjob, w)).map_err(kube::Error::SerdeError)?;
@@ -68,6 +123,16 @@ pub(super) async fn write(client: &Client, key: &WorkloadKey, w: &WorkloadWrite<
         }
     }
     patch_metadata::<CronJob>(client, key, w).await
+}
+
+/// `cronjob-reload: patch`: the pod template patch a Deployment would get, under `spec.jobTemplate.spec`, and the
+/// record, in one strategic merge patch (`None`: nothing to write).
+fn patch_body(w: &WorkloadWrite<'_>) -> Option<Value> {
+    let mut body = template_patch_body(w);
+    if let Some(template) = body.get_mut("spec").and_then(Value::as_object_mut).and_then(|s| s.remove("template")) {
+        body["spec"] = json!({"jobTemplate": {"spec": {"template": template}}});
+    }
+    (body != json!({})).then_some(body)
 }
 
 /// `<cronjob>-<8 hex>`: a digest of the CronJob's UID, the `applied-hashes` record it carries before this
@@ -151,6 +216,56 @@ mod tests {
                     "containers": [{"name": "main", "image": "x", "env": [{"name": "STAKATER_DB_SECRET", "value": hash}]}]}}}
             })
         );
+    }
+
+    #[test]
+    fn cronjob_reload_patch_writes_the_job_templates_pod_template_and_the_record_in_one_patch() {
+        let changes = [change(ConfigKind::Secret, "db", "main")];
+        let w = WorkloadWrite { cronjob_reload: CronJobReload::Patch, ..env_write(&changes, Some("{}")) };
+        let hash = ContentHash::NONE.to_string();
+        assert_eq!(
+            patch_body(&w),
+            Some(json!({
+                "metadata": {"annotations": {APPLIED_HASHES: "{}"}},
+                "spec": {"jobTemplate": {"spec": {"template": {"spec": {"containers": [
+                    {"name": "main", "env": [{"name": "STAKATER_DB_SECRET", "value": hash}]}]}}}}}
+            }))
+        );
+        let record_only = WorkloadWrite { changes: &[], ..w.clone() };
+        assert_eq!(patch_body(&record_only), Some(json!({"metadata": {"annotations": {APPLIED_HASHES: "{}"}}})));
+        assert_eq!(patch_body(&WorkloadWrite { applied_hashes: None, ..record_only }), None);
+    }
+
+    #[test]
+    fn the_cronjob_reload_annotation_is_read_on_cronjobs_only_and_a_bad_value_spawns() {
+        let read = |kind, value| {
+            let (mode, problem) = CronJobReload::from_annotation(kind, value);
+            (mode, problem.map(|p| p.message))
+        };
+        assert_eq!(read(WorkloadKind::CronJob, None), (CronJobReload::Spawn, None));
+        assert_eq!(read(WorkloadKind::CronJob, Some("patch")), (CronJobReload::Patch, None));
+        assert_eq!(read(WorkloadKind::CronJob, Some("spawn")), (CronJobReload::Spawn, None));
+        assert_eq!(
+            read(WorkloadKind::CronJob, Some("Patch")),
+            (
+                CronJobReload::Spawn,
+                Some(
+                    "annotation \"reloader.stakater.com/cronjob-reload\": \"Patch\" is not a CronJob reload \
+                     (spawn, patch); a Job is spawned"
+                        .to_owned()
+                )
+            )
+        );
+        assert_eq!(
+            read(WorkloadKind::Deployment, Some("patch")),
+            (
+                CronJobReload::Spawn,
+                Some("Annotation 'reloader.stakater.com/cronjob-reload' only applicable for cronjobs".to_owned())
+            )
+        );
+        let suspended = crate::pause::PauseState { paused: true, ..Default::default() };
+        assert!(spawns_nothing(WorkloadKind::CronJob, &suspended, CronJobReload::Spawn));
+        assert!(!spawns_nothing(WorkloadKind::CronJob, &suspended, CronJobReload::Patch), "patched as always");
     }
 
     #[test]

@@ -20,7 +20,7 @@ mod write;
 
 use std::{collections::BTreeMap, fmt};
 
-pub use cronjob::spawns_nothing;
+pub use cronjob::{CronJobReload, spawns_nothing};
 pub use lean::Lean;
 pub use list::list_summaries;
 pub use owed_jobs::OwedJobs;
@@ -102,6 +102,8 @@ pub struct WorkloadSummary {
     pub pause: PauseState,
     /// `reloader.stakater.com/rollout-strategy` on its metadata, when valid (`--rollout-strategy` otherwise).
     pub rollout_strategy: Option<RolloutStrategy>,
+    /// `reloader.stakater.com/cronjob-reload` (CronJobs).
+    pub cronjob_reload: CronJobReload,
     /// `STAKATER_*` names shared by several resources (`a-b`, `a.b`): their env values cannot tell which
     /// resource they record, so only the metadata record counts for them.
     pub ambiguous_env: Vec<String>,
@@ -177,6 +179,9 @@ pub fn summarise<K: WorkloadObject>(obj: &K, keys: &AnnotationKeys) -> Option<(W
             ),
         });
     }
+    let cronjob_value = metadata_annotations.and_then(|a| a.get(crate::constants::annotation::CRONJOB_RELOAD));
+    let (cronjob_reload, problem) = CronJobReload::from_annotation(K::KIND, cronjob_value.map(String::as_str));
+    annotations.problems.extend(problem);
     let summary = WorkloadSummary {
         uid: obj.meta().uid.clone().unwrap_or_default(),
         annotations,
@@ -193,6 +198,7 @@ pub fn summarise<K: WorkloadObject>(obj: &K, keys: &AnnotationKeys) -> Option<(W
             .unwrap_or_default(),
         pause,
         rollout_strategy,
+        cronjob_reload,
         ambiguous_env,
         rollout: obj.rollout(),
         generation: obj.meta().generation.unwrap_or(0),

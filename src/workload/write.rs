@@ -38,6 +38,8 @@ pub struct WorkloadWrite<'a> {
     /// The `restart` rollout strategy: `kubectl rollout restart`'s mark (`restartedAt` on the template, Argo's
     /// `spec.restartAt`) instead of the reload strategy's; the hashes go to the record only.
     pub restart: bool,
+    /// A CronJob's `cronjob-reload` mode: spawn a Job, or patch its job template.
+    pub cronjob_reload: super::CronJobReload,
     /// Where a Job deleted for a reload is recorded until it exists again (`None`: not recorded).
     pub owed_jobs: Option<&'a super::OwedJobs>,
 }
@@ -101,7 +103,7 @@ fn metadata_fragment(w: &WorkloadWrite<'_>) -> Option<Value> {
 
 /// The one patch for kinds with a mutable pod template: the hashes record, the template change and, for
 /// Deployments, pausing (v2 applies the pause in the same patch; v1 used two writes and could get stuck).
-fn template_patch_body(w: &WorkloadWrite<'_>) -> Value {
+pub(super) fn template_patch_body(w: &WorkloadWrite<'_>) -> Value {
     let mut body = json!({});
     if let Some(meta) = metadata_fragment(w) {
         body["metadata"] = meta;
@@ -158,7 +160,7 @@ pub(super) async fn patch_metadata<K: WorkloadObject>(
     }
 }
 
-async fn strategic_patch<K: WorkloadObject>(
+pub(super) async fn strategic_patch<K: WorkloadObject>(
     client: &Client,
     key: &WorkloadKey,
     body: &Value,
@@ -262,6 +264,7 @@ mod tests {
             applied_hashes: Some("{}".into()),
             pause: None,
             restart: false,
+            cronjob_reload: Default::default(),
             owed_jobs: None,
         };
         write(&client, &key, &w).await.expect("written");
