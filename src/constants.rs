@@ -32,6 +32,8 @@ pub mod annotation {
     /// Workload metadata: `restart` or `rollout` (upstream's, for Argo Rollouts; ours for every kind with a pod
     /// template).
     pub const ROLLOUT_STRATEGY: &str = "reloader.stakater.com/rollout-strategy";
+    /// Ours (issue 29), on a workload or (`--namespace-rules`) a Namespace: `"true"` holds reloads until lifted.
+    pub const PAUSE: &str = "reloader.stakater.com/pause";
     /// Ours (issue 29), on a CronJob: `spawn` (upstream's, the default: a Job now) or `patch` (the job template
     /// only: the next scheduled run uses the new content).
     pub const CRONJOB_RELOAD: &str = "reloader.stakater.com/cronjob-reload";

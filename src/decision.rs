@@ -34,6 +34,8 @@ pub struct WorkloadFacts<'a> {
     pub uses: &'a [ConfigUse],
     /// Its first container (target for named matches of unreferenced resources).
     pub first_container: Option<&'a str>,
+    /// Its own `reloader.stakater.com/ignore` value (ours), over its namespace's.
+    pub ignore: Option<bool>,
 }
 
 /// Global settings that change decisions.
@@ -44,6 +46,38 @@ pub struct DecisionSettings {
     /// `--reload-on=keys-used`: workloads without a `reload-on` annotation roll only when a key their pod spec
     /// reads changes.
     pub keys_used: bool,
+    /// What the workload's namespace says (`--namespace-rules`); set per workload by the index.
+    pub namespace: NamespaceRules,
+}
+
+/// A Namespace's annotations for every workload in it (ours, issue 29; upstream stakater/Reloader#274), each
+/// overridden by the workload's own value of the same annotation. Invalid values are reported and count as
+/// absent.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NamespaceRules {
+    /// `reloader.stakater.com/auto: "true"`: workloads without an auto value of their own reload for what their
+    /// pod spec references, as with `--auto-reload-all` for this namespace.
+    pub auto: bool,
+    /// `reloader.stakater.com/ignore: "true"`: its workloads are not reloaded (changes made meanwhile are never
+    /// applied later, as for an ignored resource).
+    pub ignore: bool,
+    /// `reloader.stakater.com/pause: "true"`: its workloads' reloads wait until it is lifted, then roll once with
+    /// the newest content (a rollout gate).
+    pub pause: bool,
+}
+
+impl NamespaceRules {
+    /// The rules of a Namespace's `auto`, `ignore` and `pause` values as written: `"true"` sets one; an invalid
+    /// value counts as absent (the observer reports it).
+    pub fn from_values(auto: Option<&str>, ignore: Option<&str>, pause: Option<&str>) -> Self {
+        let set = |v: Option<&str>| v.and_then(|v| parse_go_bool(v.trim())).unwrap_or(false);
+        Self { auto: set(auto), ignore: set(ignore), pause: set(pause) }
+    }
+
+    /// True when none is set.
+    pub fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
 }
 
 /// Why a workload reloads.
@@ -57,6 +91,8 @@ pub enum ReloadReason {
     Auto { via: Via },
     /// `--auto-reload-all`, and the workload has no auto value.
     AutoReloadAll { via: Via },
+    /// Its namespace has `auto: "true"`, and the workload has no auto value.
+    NamespaceAuto { via: Via },
 }
 
 impl fmt::Display for ReloadReason {
@@ -66,6 +102,7 @@ impl fmt::Display for ReloadReason {
             Self::Search { via } => write!(f, "search: resource has match annotation, referenced via {via}"),
             Self::Auto { via } => write!(f, "auto: referenced via {via}"),
             Self::AutoReloadAll { via } => write!(f, "auto-reload-all: referenced via {via}"),
+            Self::NamespaceAuto { via } => write!(f, "namespace auto: its namespace has auto, referenced via {via}"),
         }
     }
 }
@@ -75,6 +112,10 @@ impl fmt::Display for ReloadReason {
 pub enum SkipReason {
     /// The resource has `ignore: "true"`.
     Ignored,
+    /// The workload has `ignore: "true"`.
+    WorkloadIgnored,
+    /// Its namespace has `ignore: "true"`, and the workload has no ignore value.
+    NamespaceIgnored,
     /// The resource is in the workload's exclude list.
     Excluded,
     /// Auto or search mode applies but the pod spec does not use the resource.
@@ -89,6 +130,8 @@ impl fmt::Display for SkipReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Self::Ignored => "ignored: resource has the ignore annotation",
+            Self::WorkloadIgnored => "ignored: workload has the ignore annotation",
+            Self::NamespaceIgnored => "ignored: its namespace has the ignore annotation",
             Self::Excluded => "excluded: resource is in the workload's exclude list",
             Self::NotReferenced => "not referenced: auto/search mode needs the pod spec to use the resource",
             Self::NotSelected => "no matching annotation",
@@ -117,6 +160,11 @@ pub fn decide(
     if resource.ignored {
         return Skip(SkipReason::Ignored);
     }
+    match workload.ignore {
+        Some(true) => return Skip(SkipReason::WorkloadIgnored),
+        None if settings.namespace.ignore => return Skip(SkipReason::NamespaceIgnored),
+        _ => {}
+    }
     if s.exclude.iter().any(|e| e == resource.name) {
         return Skip(SkipReason::Excluded);
     }
@@ -136,6 +184,9 @@ pub fn decide(
     } else if settings.auto_reload_all && is_empty(&s.auto) && is_empty(&s.typed_auto) {
         // upstream v1: an absent or empty auto value enables auto-reload-all; any other value opts out.
         Some(|via| ReloadReason::AutoReloadAll { via })
+    } else if settings.namespace.auto && is_empty(&s.auto) && is_empty(&s.typed_auto) {
+        // As --auto-reload-all, for the namespace: `auto: "false"` on the workload opts out.
+        Some(|via| ReloadReason::NamespaceAuto { via })
     } else {
         None
     };
@@ -174,7 +225,7 @@ mod tests {
 
     fn run(meta: &[(&str, &str)], uses: &[ConfigUse], res: (&str, bool, bool), all: bool) -> ReloadDecision {
         let a = annotations(meta);
-        let w = WorkloadFacts { selection: a.for_kind(CM), uses, first_container: Some("first") };
+        let w = WorkloadFacts { selection: a.for_kind(CM), uses, first_container: Some("first"), ignore: a.ignore };
         let r = ResourceFacts { kind: CM, name: res.0, ignored: res.1, matched: res.2 };
         decide(&w, &r, DecisionSettings { auto_reload_all: all, ..DecisionSettings::default() })
     }
@@ -301,6 +352,44 @@ mod tests {
         assert_eq!(run(&[(key::AUTO, "yes")], &uses, ("cm", false, false), true), SKIP_NOT_SELECTED);
         // Typed auto "false" only opts out its own kind (a Secret change would still reload).
         assert_eq!(run(&[(key::CONFIGMAP_AUTO, "false")], &uses, ("cm", false, false), true), SKIP_NOT_SELECTED);
+    }
+
+    /// Namespace rules (issue 29): a namespace's `auto` and `ignore` are defaults the workload's own values override.
+    #[test]
+    fn namespace_auto_and_ignore_apply_unless_the_workload_says_otherwise() {
+        let uses = [used("cm", "app", Via::Volume)];
+        let decide_in = |meta: &[(&str, &str)], rules: NamespaceRules| {
+            let a = annotations(meta);
+            let w = WorkloadFacts { selection: a.for_kind(CM), uses: &uses, first_container: None, ignore: a.ignore };
+            let r = ResourceFacts { kind: CM, name: "cm", ignored: false, matched: false };
+            decide(&w, &r, DecisionSettings { namespace: rules, ..DecisionSettings::default() })
+        };
+        let auto = NamespaceRules { auto: true, ..NamespaceRules::default() };
+        let ignore = NamespaceRules { ignore: true, ..NamespaceRules::default() };
+        let namespace_auto = reload("app", ReloadReason::NamespaceAuto { via: Via::Volume });
+        assert_eq!(decide_in(&[], auto), namespace_auto);
+        assert_eq!(decide_in(&[(key::AUTO, "false")], auto), SKIP_NOT_SELECTED, "the workload opts out");
+        assert_eq!(decide_in(&[], NamespaceRules::default()), SKIP_NOT_SELECTED);
+        let auto_annotated = [(key::AUTO, "true")];
+        assert_eq!(decide_in(&auto_annotated, ignore), ReloadDecision::Skip(SkipReason::NamespaceIgnored));
+        assert_eq!(
+            decide_in(&[(key::AUTO, "true"), (key::IGNORE, "false")], ignore),
+            reload("app", ReloadReason::Auto { via: Via::Volume }),
+            "the workload opts back in"
+        );
+        assert_eq!(
+            decide_in(&[(key::AUTO, "true"), (key::IGNORE, "true")], NamespaceRules::default()),
+            ReloadDecision::Skip(SkipReason::WorkloadIgnored)
+        );
+        assert_eq!(
+            ReloadReason::NamespaceAuto { via: Via::Volume }.to_string(),
+            "namespace auto: its namespace has auto, referenced via volume"
+        );
+        assert_eq!(SkipReason::NamespaceIgnored.to_string(), "ignored: its namespace has the ignore annotation");
+        assert_eq!(
+            NamespaceRules::from_values(Some("true"), Some("yes"), Some(" True ")),
+            NamespaceRules { auto: true, ignore: false, pause: true }
+        );
     }
 
     #[test]

@@ -10,9 +10,10 @@
 use std::collections::BTreeMap;
 
 use crate::{
+    annotations::bool_value,
     constants::annotation,
     keys::{ConfigKey, RolloutState, WorkloadKey},
-    values::{WorkloadProblem, parse_go_bool},
+    values::WorkloadProblem,
     window::ReloadWindow,
 };
 
@@ -26,6 +27,10 @@ pub struct RolloutGates {
     pub halt: Option<bool>,
     /// `reload-window`: reloads wait until it is open.
     pub window: Option<ReloadWindow>,
+    /// `reloader.stakater.com/pause` (ours): reloads wait while it is true; its own value over its namespace's.
+    pub pause: Option<bool>,
+    /// Its namespace has `pause: "true"` (namespace rules; set by the index, never read from the workload).
+    pub namespace_paused: bool,
 }
 
 type Map = BTreeMap<String, String>;
@@ -34,8 +39,10 @@ impl RolloutGates {
     /// Reads the workload's metadata annotations; an invalid value is reported and ignored (the workload keeps
     /// reloading as if it were absent: a typo must not stop reloads).
     pub fn extract(metadata: &Map, problems: &mut Vec<WorkloadProblem>) -> Self {
-        let mut problem = |key: &str, value: &str, message: String| {
-            problems.push(WorkloadProblem { key: key.to_owned(), value: value.to_owned(), message });
+        let problem = |key: &str, value: &str, message: String| WorkloadProblem {
+            key: key.to_owned(),
+            value: value.to_owned(),
+            message,
         };
         let wave = match metadata.get(annotation::ROLLOUT_WAVE) {
             None => 0,
@@ -43,36 +50,31 @@ impl RolloutGates {
             Some(v) => v.trim().parse::<u32>().ok().and_then(|w| i32::try_from(w).ok()).unwrap_or_else(|| {
                 let key = annotation::ROLLOUT_WAVE;
                 let message = format!("annotation {key:?}: {v:?} is not a whole number ≥ 0; wave 0");
-                problem(annotation::ROLLOUT_WAVE, v, message);
+                problems.push(problem(key, v, message));
                 0
             }),
         };
         let halt = metadata.get(annotation::HALT_ON_FAILED_ROLLOUT).and_then(|v| {
-            let parsed = parse_go_bool(v.trim());
-            if parsed.is_none() {
-                let key = annotation::HALT_ON_FAILED_ROLLOUT;
-                problem(
-                    key,
-                    v,
-                    format!("annotation {key:?}: {v:?} is not true or false; --halt-on-failed-rollout decides"),
-                );
-            }
-            parsed
+            let otherwise = "--halt-on-failed-rollout decides";
+            bool_value(annotation::HALT_ON_FAILED_ROLLOUT, v, otherwise, problems)
         });
         let window = metadata.get(annotation::RELOAD_WINDOW).and_then(|v| match ReloadWindow::parse(v) {
             Ok(w) => Some(w),
             Err(e) => {
                 let key = annotation::RELOAD_WINDOW;
-                problem(key, v, format!("annotation {key:?}: {e}; reloads are not deferred"));
+                problems.push(problem(key, v, format!("annotation {key:?}: {e}; reloads are not deferred")));
                 None
             }
         });
-        Self { wave, halt, window }
+        let pause = metadata
+            .get(annotation::PAUSE)
+            .and_then(|v| bool_value(annotation::PAUSE, v, "reloads are not paused", problems));
+        Self { wave, halt, window, pause, namespace_paused: false }
     }
 
     /// True when none is set (the common case: no work to gather peers).
     pub fn is_default(&self) -> bool {
-        self.wave == 0 && self.halt.is_none() && self.window.is_none()
+        self.wave == 0 && self.halt.is_none() && self.window.is_none() && self.pause.is_none() && !self.namespace_paused
     }
 }
 
@@ -124,6 +126,12 @@ pub enum Wait {
         /// The workload waited for, and its wave.
         behind: (WorkloadKey, i32),
     },
+    /// Paused by `reloader.stakater.com/pause: "true"`, on the workload or (`namespace`) its namespace: rolls
+    /// once with the newest content when lifted.
+    Paused {
+        /// The namespace's annotation paused it.
+        namespace: bool,
+    },
     /// Outside the reload window.
     Window {
         /// The window.
@@ -134,9 +142,10 @@ pub enum Wait {
 }
 
 impl Wait {
-    /// The reason's label in metrics: `held`, `wave` or `window`.
+    /// The reason's label in metrics: `held`, `wave`, `window` or `paused`.
     pub fn label(&self) -> &'static str {
         match self {
+            Self::Paused { .. } => "paused",
             Self::Held { .. } => "held",
             Self::Wave { .. } => "wave",
             Self::Window { .. } => "window",
@@ -155,6 +164,14 @@ impl std::fmt::Display for Wait {
             ),
             Self::Wave { wave, resource, behind: (key, behind) } => {
                 write!(f, "wave {wave}: waits for {key} (wave {behind}) to complete its rollout of {resource}")
+            }
+            Self::Paused { namespace } => {
+                let on = if *namespace { "its namespace has" } else { "the workload has" };
+                write!(
+                    f,
+                    "paused: {on} {}: \"true\"; it rolls once with the newest content when lifted",
+                    annotation::PAUSE
+                )
             }
             Self::Window { window, opens_at: Some(at) } => {
                 write!(f, "outside its reload window {window:?}; rolls when it opens at {at}")
@@ -178,8 +195,12 @@ pub fn releases(value: &str, record_hash: &crate::hash::ContentHash) -> bool {
 }
 
 /// Whether a workload with `gates` may be reloaded now for `changes`, or why it waits. `halt_default` is
-/// `--halt-on-failed-rollout`. A held change comes first (the safety stop), then waves, then the window.
+/// `--halt-on-failed-rollout`. A pause comes first (the operator's stop), then a held change (the safety stop), then
+/// waves, then the window.
 pub fn gate(gates: &RolloutGates, halt_default: bool, changes: &[Change], now: jiff::Timestamp) -> Option<Wait> {
+    if gates.pause.unwrap_or(gates.namespace_paused) {
+        return Some(Wait::Paused { namespace: gates.pause.is_none() });
+    }
     if gates.halt.unwrap_or(halt_default) {
         for change in changes.iter().filter(|c| !c.released) {
             if let Some(p) = change.peers.iter().find(|p| p.runs_current && p.rollout == RolloutState::Failed) {

@@ -22,7 +22,12 @@ fn at(s: &str) -> jiff::Timestamp {
 }
 
 fn gates(wave: i32, halt: Option<bool>, window: Option<&str>) -> RolloutGates {
-    RolloutGates { wave, halt, window: window.map(|v| ReloadWindow::parse(v).expect("window")) }
+    RolloutGates {
+        wave,
+        halt,
+        window: window.map(|v| ReloadWindow::parse(v).expect("window")),
+        ..RolloutGates::default()
+    }
 }
 
 const NOW: &str = "2026-12-03T10:00:00Z"; // a Thursday
@@ -130,4 +135,28 @@ fn a_hold_is_released_by_its_id_or_a_longer_prefix() {
     assert!(!releases("012345", &hash), "too short to name one content");
     assert!(!releases("1123456789ab", &hash));
     assert!(!releases("true", &hash));
+}
+
+/// `reloader.stakater.com/pause` (issue 29): on the workload, or its namespace's when it has none; first of all gates.
+#[test]
+fn a_paused_workload_or_namespace_waits_and_the_workloads_own_value_wins() {
+    let failed = change(vec![peer("a", 0, RolloutState::Failed, true)], false);
+    let paused = |pause, namespace_paused| RolloutGates { pause, namespace_paused, ..RolloutGates::default() };
+    let wait = |g: &RolloutGates| gate(g, true, std::slice::from_ref(&failed), at(NOW));
+    assert_eq!(wait(&paused(Some(true), false)), Some(Wait::Paused { namespace: false }));
+    assert_eq!(wait(&paused(None, true)), Some(Wait::Paused { namespace: true }));
+    assert!(matches!(wait(&paused(Some(false), true)), Some(Wait::Held { .. })), "not paused: the next gate");
+    assert!(!paused(None, true).is_default() && !paused(Some(false), false).is_default());
+    assert_eq!(
+        Wait::Paused { namespace: true }.to_string(),
+        "paused: its namespace has reloader.stakater.com/pause: \"true\"; it rolls once with the newest content when \
+         lifted"
+    );
+    let mut problems = Vec::new();
+    let read = RolloutGates::extract(&[(annotation::PAUSE.to_owned(), "sometimes".to_owned())].into(), &mut problems);
+    assert_eq!(read.pause, None);
+    assert_eq!(
+        problems[0].message,
+        "annotation \"reloader.stakater.com/pause\": \"sometimes\" is not true or false; reloads are not paused"
+    );
 }

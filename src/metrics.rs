@@ -86,6 +86,7 @@ const SKIP_REASONS: &[&str] = &[
     "held",
     "wave",
     "window",
+    "paused",
     "suspended",
 ];
 const ERROR_TYPES: &[&str] = &["handler_error", "watch_error", "event_publish", "event_dropped", "record_refused"];

@@ -108,6 +108,7 @@ fn added_values_render_their_flags_and_defaults_render_none() {
     let values = [
         "reloader.reloadOn=keys-used",
         "reloader.rolloutStrategy=restart",
+        "reloader.namespaceRules=true",
         "reloader.rollouts.maxConcurrent=10",
         "reloader.rollouts.timeout=15m",
         "reloader.rollouts.haltOnFailure=true",
@@ -119,6 +120,7 @@ fn added_values_render_their_flags_and_defaults_render_none() {
     let flags = [
         "--reload-on=keys-used",
         "--rollout-strategy=restart",
+        "--namespace-rules=true",
         "--max-concurrent-rollouts=10",
         "--rollout-timeout=15m",
         "--halt-on-failed-rollout=true",
@@ -130,6 +132,12 @@ fn added_values_render_their_flags_and_defaults_render_none() {
     let rules = find(&objects, "ClusterRole", None)["rules"].clone();
     let namespaces = json!({"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list", "watch"]});
     assert!(rules.as_array().is_some_and(|r| r.contains(&namespaces)), "namespace windows read namespaces: {rules}");
+    for alone in ["reloader.namespaceRules=true", "reloader.rollouts.namespaceWindows=true"] {
+        let rules = find(&template("reloader", "reloader", &["--set", alone]), "ClusterRole", None)["rules"].clone();
+        assert!(rules.as_array().is_some_and(|r| r.contains(&namespaces)), "{alone} reads namespaces: {rules}");
+    }
+    let rules = find(&template("reloader", "reloader", &[]), "ClusterRole", None)["rules"].clone();
+    assert!(!rules.as_array().is_some_and(|r| r.contains(&namespaces)), "no namespace rule by default: {rules}");
     let (defaults, _) = container_command(&template("reloader", "reloader", &[]), "reloader", "pod");
     assert!(
         !defaults.iter().any(|a| flags.iter().any(|f| a.starts_with(f.split('=').next().unwrap_or(f)))),
@@ -140,7 +148,7 @@ fn added_values_render_their_flags_and_defaults_render_none() {
 #[test]
 fn broken_installs_fail_at_render_time_with_the_reason() {
     let refused_image = "is upstream Stakater Reloader's controller, which this chart cannot run";
-    let cases: [(&[&str], &str); 11] = [
+    let cases: [(&[&str], &str); 12] = [
         (&["--set", "image.repository=ghcr.io/stakater/reloader"], refused_image),
         (&["--set", "reloader.deployment.image.name=stakater/reloader"], refused_image),
         (&["--set", "global.imageRegistry=registry.internal,image.name=stakater/reloader"], refused_image),
@@ -164,6 +172,10 @@ fn broken_installs_fail_at_render_time_with_the_reason() {
         (
             &["--set", "reloader.watchGlobally=false", "--set", "reloader.rollouts.namespaceWindows=true"],
             "reloader.rollouts.namespaceWindows needs reloader.watchGlobally=true",
+        ),
+        (
+            &["--set", "reloader.watchGlobally=false", "--set", "reloader.namespaceRules=true"],
+            "reloader.namespaceRules needs reloader.watchGlobally=true",
         ),
         (&["--set", "reloader.reloadStrategy=rolling"], "value must be one of 'default', 'env-vars', 'annotations'"),
         (&["--set", "reloader.custom_annotations.confgmap=x"], "additional properties 'confgmap' not allowed"),

@@ -210,6 +210,12 @@ pub struct Args {
           default_value = "false", default_missing_value = "true", action = ArgAction::Set)]
     pub namespace_reload_windows: bool,
 
+    /// Read `reloader.stakater.com/auto`, `…/ignore` and `…/pause` from namespaces (needs `list`/`watch` on
+    /// namespaces): each applies to every workload in the namespace that has no value of its own.
+    #[arg(long, env = "RELOADER_NAMESPACE_RULES", value_parser = parse_bool, num_args = 0..=1,
+          default_value = "false", default_missing_value = "true", action = ArgAction::Set)]
+    pub namespace_rules: bool,
+
     /// `<namespace>/<name>` of a Secret whose `key` entry (≥ 16 bytes) keys the Secret hashes written on
     /// workloads: `STAKATER_*_SECRET` values and `last-reloaded-from` hashes become HMAC-SHA1 digests (same shape)
     /// that reveal nothing about the Secret without the key. Switching it on, off or rotating it rolls nothing.

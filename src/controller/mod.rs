@@ -10,8 +10,8 @@ mod fallback;
 mod observe_csi;
 mod observe_failures;
 mod observe_lists;
+mod observe_namespaces;
 mod observe_trigger;
-mod observe_windows;
 mod observer;
 mod queue;
 mod read_views;
@@ -39,7 +39,7 @@ pub use reconcile::Error;
 use reconcile::{panic_message, worker};
 pub use settings::{OptionalKind, Settings};
 pub use streams::{config_flags, configmap_facts, secret_facts};
-pub use watch::{Observed, Source, StreamInfo, WatchPlan};
+pub use watch::{NamespaceValues, Observed, Source, StreamInfo, WatchPlan};
 
 use crate::{
     alerts::{AlertConfig, Alerter},

@@ -93,10 +93,10 @@ impl Observer {
                 }
             }
             Source::Namespaces => self.selected.retain(|n| namespaces.contains(n)),
-            Source::NamespaceWindows => {
-                index.retain_namespace_windows(namespaces);
-                // A namespace gone while the watch was away takes its reported bad value along.
-                self.bad_windows.retain(|n, _| namespaces.contains(n));
+            Source::NamespaceAnnotations => {
+                index.retain_namespaces(namespaces);
+                // A namespace gone while the watch was away takes its reported bad values along.
+                self.bad_namespace_values.retain(|(n, _), _| namespaces.contains(n));
             }
             Source::SecretProviderClasses => {}
         }

@@ -1,7 +1,7 @@
 //! Applies watch observations to the index and queues the workloads that must be reconciled: those a
 //! content change concerns and changed workloads. Its other parts, by what they observe: lists, relists and the
 //! first sync (`observe_lists.rs`), triggers (`observe_trigger.rs`), failures (`observe_failures.rs`), CSI
-//! (`observe_csi.rs`), namespaces' windows (`observe_windows.rs`).
+//! (`observe_csi.rs`), namespaces' annotations (`observe_namespaces.rs`).
 
 use std::{
     collections::{HashMap, HashSet},
@@ -40,8 +40,8 @@ pub(super) struct Observer {
     pub(super) csi: crate::csi::CsiTracker,
     /// CSI: `ignore`/`match` of each SecretProviderClass, by (namespace, name).
     pub(super) csi_flags: HashMap<(String, String), (bool, bool)>,
-    /// Namespaces whose `reload-window` value was reported as invalid, with that value (reported once per value).
-    pub(super) bad_windows: HashMap<String, String>,
+    /// (namespace, annotation) whose value was reported as invalid, with that value (reported once per value).
+    pub(super) bad_namespace_values: HashMap<(String, String), String>,
     /// Workload streams that may not watch: their kind is listed on each change (fallback.rs).
     pub(super) fallback: HashSet<usize>,
     /// Where fallback LISTs report back.
@@ -75,7 +75,7 @@ impl Observer {
             synced: false,
             csi: crate::csi::CsiTracker::default(),
             csi_flags: HashMap::new(),
-            bad_windows: HashMap::new(),
+            bad_namespace_values: HashMap::new(),
             fallback: HashSet::new(),
             fallback_tx,
             fallback_rx: Some(fallback_rx),
@@ -156,7 +156,7 @@ impl Observer {
             Some(Source::Config(ConfigKind::ConfigMap)) => "configmaps",
             Some(Source::Config(ConfigKind::Secret)) => "secrets",
             Some(Source::Config(ConfigKind::SecretProviderClass)) => "secretproviderclasspodstatuses",
-            Some(Source::Namespaces | Source::NamespaceWindows) => "namespaces",
+            Some(Source::Namespaces | Source::NamespaceAnnotations) => "namespaces",
             Some(Source::Workload(_) | Source::SecretProviderClasses) | None => return,
         };
         self.ctx.metrics.events_received.with_label_values(&[event, resource]).inc();
@@ -277,8 +277,8 @@ impl Observer {
                     info!("removed namespace from watch: {name}");
                 }
             }
-            Observed::NamespaceWindow { stream, name, value, listed } => {
-                self.namespace_window(stream, name, value, listed)
+            Observed::NamespaceAnnotations { stream, name, values, listed } => {
+                self.namespace_annotations(stream, name, values, listed)
             }
             Observed::Error { stream, code, message } => self.failed(stream, code, &message, now),
             Observed::Recovered(stream) => self.recovered(stream),

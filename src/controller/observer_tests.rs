@@ -9,6 +9,8 @@ use super::*;
 use crate::{
     annotations::AnnotationKeys,
     config::WatchScope,
+    constants::annotation::RELOAD_WINDOW,
+    controller::watch::NamespaceValues,
     controller::{Settings, WatchPlan, WorkQueue},
     decision::DecisionSettings,
     hash::ContentHash,
@@ -38,7 +40,8 @@ fn context_with(
             sources: vec![],
             resource_label_selector: None,
             namespace_selector: None,
-            namespace_windows: false,
+            namespace_windows: true,
+            namespace_rules: true,
         },
         namespaces_to_ignore: vec![],
         reload_on_create: false,
@@ -315,47 +318,53 @@ async fn a_first_list_records_nothing_unless_the_stream_failed_before() {
 #[tokio::test]
 async fn an_invalid_namespace_window_is_reported_once_per_value() {
     let ctx = context();
-    let infos = vec![StreamInfo { source: Source::NamespaceWindows, namespace: None }];
+    let infos = vec![StreamInfo { source: Source::NamespaceAnnotations, namespace: None }];
     let mut o = Observer::new(ctx.clone(), infos);
-    let bad =
-        |v: &str| Observed::NamespaceWindow { stream: 0, name: "team".into(), value: Some(v.into()), listed: false };
-    o.apply(bad("Mon-Fri 25:00-26:00 UTC"));
-    assert_eq!(o.bad_windows.get("team").map(String::as_str), Some("Mon-Fri 25:00-26:00 UTC"));
-    // The same value again (a relist, any update of the namespace) is not reported again: the record is unchanged.
-    o.apply(bad("Mon-Fri 25:00-26:00 UTC"));
-    assert_eq!(o.bad_windows.len(), 1);
-    o.apply(bad("nonsense"));
-    assert_eq!(o.bad_windows.get("team").map(String::as_str), Some("nonsense"), "a new bad value is reported");
-    o.apply(Observed::NamespaceWindow {
+    let bad = |v: &str| Observed::NamespaceAnnotations {
         stream: 0,
         name: "team".into(),
-        value: Some("Mon-Fri 02:00-04:00 UTC".into()),
+        values: NamespaceValues { window: Some(v.into()), ..Default::default() },
+        listed: false,
+    };
+    let bad_window = |o: &Observer| o.bad_namespace_values.get(&("team".into(), RELOAD_WINDOW.into())).cloned();
+    o.apply(bad("Mon-Fri 25:00-26:00 UTC"));
+    assert_eq!(bad_window(&o).as_deref(), Some("Mon-Fri 25:00-26:00 UTC"));
+    // The same value again (a relist, any update of the namespace) is not reported again: the record is unchanged.
+    o.apply(bad("Mon-Fri 25:00-26:00 UTC"));
+    assert_eq!(o.bad_namespace_values.len(), 1);
+    o.apply(bad("nonsense"));
+    assert_eq!(bad_window(&o).as_deref(), Some("nonsense"), "a new bad value is reported");
+    o.apply(Observed::NamespaceAnnotations {
+        stream: 0,
+        name: "team".into(),
+        values: NamespaceValues { window: Some("Mon-Fri 02:00-04:00 UTC".into()), ..Default::default() },
         listed: false,
     });
-    assert!(o.bad_windows.is_empty(), "fixed: a later bad value is reported again");
+    assert!(o.bad_namespace_values.is_empty(), "fixed: a later bad value is reported again");
 }
 
 #[tokio::test]
 async fn a_namespace_gone_from_a_relist_forgets_its_reported_bad_window() {
     let ctx = context();
-    let infos = vec![StreamInfo { source: Source::NamespaceWindows, namespace: None }];
+    let infos = vec![StreamInfo { source: Source::NamespaceAnnotations, namespace: None }];
     let mut o = Observer::new(ctx, infos);
-    let window = |name: &str, value: &str, listed| Observed::NamespaceWindow {
+    let window = |name: &str, value: &str, listed| Observed::NamespaceAnnotations {
         stream: 0,
         name: name.into(),
-        value: Some(value.into()),
+        values: NamespaceValues { window: Some(value.into()), ..Default::default() },
         listed,
     };
     o.apply(Observed::ListStarted(0));
     o.apply(window("team", "nonsense", true));
     o.apply(window("other", "nonsense", true));
     o.apply(Observed::ListDone(0));
-    assert_eq!(o.bad_windows.len(), 2);
+    assert_eq!(o.bad_namespace_values.len(), 2);
     // The watch relists; `team` was deleted meanwhile.
     o.apply(Observed::ListStarted(0));
     o.apply(window("other", "nonsense", true));
     o.apply(Observed::ListDone(0));
-    assert_eq!(o.bad_windows.keys().collect::<Vec<_>>(), ["other"]);
+    let left: Vec<&str> = o.bad_namespace_values.keys().map(|(ns, _)| ns.as_str()).collect();
+    assert_eq!(left, ["other"]);
 }
 
 /// Issue 27, finding 8: a write slot granted after leadership ended is not a licence to write.

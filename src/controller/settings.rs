@@ -130,6 +130,7 @@ impl Settings {
                 resource_label_selector: scoping.resource_label_selector,
                 namespace_selector: scoping.namespace_selector,
                 namespace_windows: args.namespace_reload_windows,
+                namespace_rules: args.namespace_rules,
             },
             namespaces_to_ignore: scoping.namespaces_to_ignore,
             reload_on_create: args.reload_on_create,
@@ -149,6 +150,7 @@ impl Settings {
             decisions: DecisionSettings {
                 auto_reload_all: args.auto_reload_all,
                 keys_used: args.reload_on == crate::annotations::RELOAD_ON_KEYS_USED,
+                namespace: Default::default(),
             },
             workers: usize::from(args.workers),
             max_backoff: args.max_retry_backoff,

@@ -18,7 +18,7 @@ use serde::de::DeserializeOwned;
 
 use super::{
     translate::translate,
-    watch::{Observed, StreamContext},
+    watch::{NamespaceValues, Observed, StreamContext},
 };
 use crate::{
     annotations::AnnotationKeys,
@@ -45,18 +45,23 @@ pub(super) fn namespace_stream(client: &Client, selector: &str, id: usize) -> Bo
     )
 }
 
-/// Namespaces' `reload-window` annotations as observations (`--namespace-reload-windows`).
-pub(super) fn namespace_window_stream(client: &Client, id: usize) -> BoxStream<'static, Observed> {
+/// Namespaces' annotations as observations (`--namespace-reload-windows`, `--namespace-rules`).
+pub(super) fn namespace_annotation_stream(
+    client: &Client,
+    keys: Arc<AnnotationKeys>,
+    id: usize,
+) -> BoxStream<'static, Observed> {
     let api: Api<PartialObjectMeta<Namespace>> = Api::all(client.clone());
     translate(
         watcher(api, watcher::Config::default()).default_backoff(),
         id,
         move |ns: PartialObjectMeta<Namespace>, listed| {
-            let value = ns.annotations().get(crate::constants::annotation::RELOAD_WINDOW).cloned();
-            Some(Observed::NamespaceWindow { stream: id, name: ns.name_any(), value, listed })
+            let values = NamespaceValues::read(ns.annotations(), &keys);
+            Some(Observed::NamespaceAnnotations { stream: id, name: ns.name_any(), values, listed })
         },
         move |ns: PartialObjectMeta<Namespace>| {
-            Some(Observed::NamespaceWindow { stream: id, name: ns.name_any(), value: None, listed: false })
+            let (name, values) = (ns.name_any(), NamespaceValues::default());
+            Some(Observed::NamespaceAnnotations { stream: id, name, values, listed: false })
         },
     )
 }

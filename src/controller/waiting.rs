@@ -57,7 +57,7 @@ impl Waiting {
             let waits_for = match &entry.wait {
                 Wait::Held { failed, .. } => Some(failed),
                 Wait::Wave { behind, .. } => Some(&behind.0),
-                Wait::Window { .. } => None,
+                Wait::Window { .. } | Wait::Paused { .. } => None,
             };
             if entry.due.is_some_and(|d| d <= now) || (changed.is_some() && waits_for == changed) {
                 entry.due = None;
@@ -82,7 +82,7 @@ impl Waiting {
     /// Sets `reloader_waiting_workloads{reason}`.
     pub(super) fn report(&self, gauge: &prometheus::IntGaugeVec) {
         let state = self.state();
-        for reason in ["held", "wave", "window"] {
+        for reason in ["held", "wave", "window", "paused"] {
             let n = state.entries.values().filter(|e| e.wait.label() == reason).count();
             gauge.with_label_values(&[reason]).set(i64::try_from(n).unwrap_or(i64::MAX));
         }

@@ -10,7 +10,7 @@ use kube::{Client, runtime::watcher};
 
 use super::streams::{
     DigestFn, FactsFn, ViewsFn, WorkloadStream, api, config_stream, configmap_facts, csi_class_stream,
-    csi_status_stream, namespace_stream, namespace_window_stream, secret_facts,
+    csi_status_stream, namespace_annotation_stream, namespace_stream, secret_facts,
 };
 use crate::{
     annotations::AnnotationKeys,
@@ -31,8 +31,9 @@ pub enum Source {
     Workload(WorkloadKind),
     /// Namespaces matching `--namespace-selector`.
     Namespaces,
-    /// Namespaces' `reload-window` annotations (`--namespace-reload-windows`, issue 17).
-    NamespaceWindows,
+    /// Namespaces' annotations: `reload-window` (`--namespace-reload-windows`, issue 17), `auto`, `ignore` and
+    /// `pause` (`--namespace-rules`, issue 29).
+    NamespaceAnnotations,
     /// SecretProviderClass objects (for their `ignore`/`match` annotations); the class's content comes from
     /// `Config(SecretProviderClass)`, which watches SecretProviderClassPodStatuses.
     SecretProviderClasses,
@@ -48,7 +49,7 @@ impl Source {
                 "secretproviderclasspodstatuses.secrets-store.csi.x-k8s.io"
             }
             Self::SecretProviderClasses => "secretproviderclasses.secrets-store.csi.x-k8s.io",
-            Self::Namespaces | Self::NamespaceWindows => "namespaces",
+            Self::Namespaces | Self::NamespaceAnnotations => "namespaces",
             Self::Workload(kind) => kind.api_resource(),
         }
     }
@@ -58,7 +59,7 @@ impl Source {
     pub fn is_optional(self) -> bool {
         matches!(
             self,
-            Self::Config(ConfigKind::SecretProviderClass) | Self::SecretProviderClasses | Self::NamespaceWindows
+            Self::Config(ConfigKind::SecretProviderClass) | Self::SecretProviderClasses | Self::NamespaceAnnotations
         ) || matches!(self, Self::Workload(kind) if kind.served_by_crd())
     }
 }
@@ -115,8 +116,8 @@ pub enum Observed {
     NamespaceSelected { stream: usize, name: String, listed: bool },
     /// A namespace no longer matches (or was deleted).
     NamespaceDeselected(String),
-    /// A namespace's `reload-window` annotation (`None`: none, or the namespace was deleted).
-    NamespaceWindow { stream: usize, name: String, value: Option<String>, listed: bool },
+    /// A namespace's annotations the controller reads (all `None` when it was deleted).
+    NamespaceAnnotations { stream: usize, name: String, values: NamespaceValues, listed: bool },
     /// The watch failed; it retries with backoff. `code`: the API server's status code, if it answered.
     Error { stream: usize, code: Option<u16>, message: String },
     /// Stream `usize` delivered again after failing (its watch resumed or it relisted).
@@ -139,6 +140,43 @@ pub struct WatchPlan {
     pub namespace_selector: Option<String>,
     /// `--namespace-reload-windows`: watch namespaces' `reload-window` annotations.
     pub namespace_windows: bool,
+    /// `--namespace-rules`: watch namespaces' `auto`, `ignore` and `pause` annotations.
+    pub namespace_rules: bool,
+}
+
+/// The annotations of a Namespace the controller reads, as written (`None`: absent).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NamespaceValues {
+    /// `reloader.stakater.com/reload-window`.
+    pub window: Option<String>,
+    /// The auto annotation (`--auto-annotation`).
+    pub auto: Option<String>,
+    /// The ignore annotation (`--ignore-annotation`).
+    pub ignore: Option<String>,
+    /// `reloader.stakater.com/pause`.
+    pub pause: Option<String>,
+}
+
+impl NamespaceValues {
+    /// Reads them from a Namespace's annotations.
+    pub fn read(annotations: &std::collections::BTreeMap<String, String>, keys: &AnnotationKeys) -> Self {
+        let get = |key: &str| annotations.get(key).cloned();
+        Self {
+            window: get(crate::constants::annotation::RELOAD_WINDOW),
+            auto: get(&keys.auto),
+            ignore: get(&keys.ignore),
+            pause: get(crate::constants::annotation::PAUSE),
+        }
+    }
+
+    /// The rules they say (invalid values count as absent).
+    pub fn rules(&self) -> crate::decision::NamespaceRules {
+        crate::decision::NamespaceRules::from_values(
+            self.auto.as_deref(),
+            self.ignore.as_deref(),
+            self.pause.as_deref(),
+        )
+    }
 }
 
 impl WatchPlan {
@@ -168,9 +206,9 @@ pub fn observe(
         infos.push(StreamInfo { source: Source::Namespaces, namespace: None });
         streams.push(namespace_stream(client, sel, 0));
     }
-    if plan.namespace_windows {
-        streams.push(namespace_window_stream(client, infos.len()));
-        infos.push(StreamInfo { source: Source::NamespaceWindows, namespace: None });
+    if plan.namespace_windows || plan.namespace_rules {
+        streams.push(namespace_annotation_stream(client, shared.keys.clone(), infos.len()));
+        infos.push(StreamInfo { source: Source::NamespaceAnnotations, namespace: None });
     }
     add_sources(client, plan, sources, shared, &mut infos, &mut streams);
     (infos, streams)
@@ -230,7 +268,7 @@ pub fn add_sources(
                     config_stream(api::<ConfigMap>(client, &ns), configs_cfg.clone(), id, shared.clone(), translate)
                 }
                 Source::Workload(kind) => visit(kind, WorkloadStream { client, namespace: &ns, id, keys }),
-                Source::Namespaces | Source::NamespaceWindows => continue,
+                Source::Namespaces | Source::NamespaceAnnotations => continue,
             };
             infos.push(StreamInfo { source, namespace: ns.clone() });
             streams.push(stream);

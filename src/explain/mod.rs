@@ -237,6 +237,7 @@ pub fn explain(
         for (config, facts) in configs {
             index.upsert_config(config.clone(), *facts, start);
         }
+        index.set_namespace_rules(&key.namespace, settings.namespace);
         index.upsert_workload(key.clone(), summary.clone(), start);
         for (config, content, known) in views {
             index.set_views(config, *content, known.clone());

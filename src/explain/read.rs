@@ -17,7 +17,7 @@ use super::{
 use crate::{
     annotations::AnnotationKeys,
     config::WatchScope,
-    controller::{Settings, Source, config_flags, configmap_facts, secret_facts},
+    controller::{NamespaceValues, Settings, Source, config_flags, configmap_facts, secret_facts},
     csi::SecretProviderClass,
     hash::ContentHash,
     index::{Baseline, ConfigFacts, ConfigKey, KeyView, configmap_views, secret_views},
@@ -41,9 +41,17 @@ pub async fn workload(
     let found = visit(kind, GetWorkload { client, namespace, name: &name, keys }).await?;
     let (key, mut summary) =
         found.ok_or_else(|| ExplainError::Target(format!("{namespace}/{name} has no namespace")))?;
-    if settings.watch.namespace_windows && summary.annotations.gates.window.is_none() {
-        summary.annotations.gates.window = namespace_window(client, namespace).await?;
+    let (windows, rules) = (settings.watch.namespace_windows, settings.watch.namespace_rules);
+    let namespace_values =
+        if windows || rules { namespace_values(client, namespace, keys).await? } else { Default::default() };
+    if windows && summary.annotations.gates.window.is_none() {
+        // An invalid window is none, as for the controller.
+        let window = namespace_values.window.as_deref().and_then(|v| crate::window::ReloadWindow::parse(v).ok());
+        summary.annotations.gates.window = window;
     }
+    let rules = if rules { namespace_values.rules() } else { Default::default() };
+    summary.annotations.gates.namespace_paused = rules.pause;
+    let decisions = crate::decision::DecisionSettings { namespace: rules, ..settings.decisions };
     let watched = settings.watch.config_kinds();
     // Only what the controller would see: the watched kinds, filtered by `--resource-label-selector`.
     let params = match &settings.watch.resource_label_selector {
@@ -83,7 +91,7 @@ pub async fn workload(
     };
     let visible =
         Visible { namespace_inactive, configs: &configs, watched: &watched, start, hash_key, views: &views, gates };
-    Ok(explain(&key, &summary, &visible, settings.decisions, settings.strategy))
+    Ok(explain(&key, &summary, &visible, decisions, settings.strategy))
 }
 
 /// Reads the resource and the namespace's workloads, and explains who would roll out (for `new_content`, if
@@ -126,7 +134,13 @@ pub async fn dependents(
         namespace_inactive: namespace_inactive(client, namespace, settings).await?,
         preview,
     };
-    Ok(explain_dependents(&config, &around, settings.decisions, settings.strategy))
+    // Its workloads are in its namespace: that namespace's rules decide for them too.
+    let rules = match settings.watch.namespace_rules {
+        true => namespace_values(client, namespace, keys).await?.rules(),
+        false => Default::default(),
+    };
+    let decisions = crate::decision::DecisionSettings { namespace: rules, ..settings.decisions };
+    Ok(explain_dependents(&config, &around, decisions, settings.strategy))
 }
 
 /// What [`list_workloads`] found: the workloads, the kinds not watched, the kinds the caller may not list.
@@ -189,18 +203,18 @@ fn optional_on(settings: &Settings, source: Source) -> bool {
     settings.optional.iter().any(|o| o.sources.contains(&source))
 }
 
-/// The namespace's reload window (`--namespace-reload-windows`); an invalid one is none, as for the controller.
-async fn namespace_window(
+/// The namespace's annotations the controller reads (`--namespace-reload-windows`, `--namespace-rules`).
+async fn namespace_values(
     client: &Client,
     namespace: &str,
-) -> Result<Option<crate::window::ReloadWindow>, ExplainError> {
+    keys: &AnnotationKeys,
+) -> Result<NamespaceValues, ExplainError> {
     let ns = Api::<Namespace>::all(client.clone())
         .get_metadata_opt(namespace)
         .await
         .map_err(|source| ExplainError::Api { what: format!("reading namespace {namespace}"), source })?;
-    let value =
-        ns.as_ref().and_then(|n| n.metadata.annotations.as_ref()?.get(crate::constants::annotation::RELOAD_WINDOW));
-    Ok(value.and_then(|v| crate::window::ReloadWindow::parse(v).ok()))
+    let annotations = ns.and_then(|n| n.metadata.annotations).unwrap_or_default();
+    Ok(NamespaceValues::read(&annotations, keys))
 }
 
 /// Why the controller does not act on changes in `namespace` (as the observer decides: scope, then

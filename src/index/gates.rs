@@ -7,19 +7,42 @@ use std::collections::HashSet;
 
 use super::{ConfigKey, Index, PlannedReload, WorkloadState, applied, decide_pair};
 use crate::{
-    decision::{DecisionSettings, ReloadDecision},
+    decision::{DecisionSettings, NamespaceRules, ReloadDecision},
     gates::{Change, Peer, hold_id},
     workload::{RolloutState, WorkloadKey},
 };
 
 impl Index {
-    /// A workload's rollout gates (issue 17); without a window of its own, its namespace's.
+    /// A workload's rollout gates (issue 17); without a window of its own, its namespace's; and whether its
+    /// namespace pauses it.
     pub fn workload_gates(&self, key: &WorkloadKey) -> Option<crate::gates::RolloutGates> {
         let mut gates = self.workloads.get(key).map(|s| s.summary.annotations.gates.clone())?;
         if gates.window.is_none() {
             gates.window = self.namespace_windows.get(&*key.namespace).cloned();
         }
+        gates.namespace_paused = self.namespace_rules(&key.namespace).pause;
         Some(gates)
+    }
+
+    /// A namespace's rules (`--namespace-rules`; none set when not watched).
+    pub fn namespace_rules(&self, namespace: &str) -> NamespaceRules {
+        self.namespace_rules.get(namespace).copied().unwrap_or_default()
+    }
+
+    /// `settings` for a workload in `namespace`: with its namespace's rules.
+    pub fn with_namespace_rules(&self, namespace: &str, settings: DecisionSettings) -> DecisionSettings {
+        DecisionSettings { namespace: self.namespace_rules(namespace), ..settings }
+    }
+
+    /// Sets a namespace's rules; the ones it had before when they changed.
+    pub fn set_namespace_rules(&mut self, namespace: &str, rules: NamespaceRules) -> Option<NamespaceRules> {
+        let old = self.namespace_rules(namespace);
+        if rules.is_default() {
+            self.namespace_rules.remove(namespace);
+        } else {
+            self.namespace_rules.insert(namespace.to_owned(), rules);
+        }
+        (old != rules).then_some(old)
     }
 
     /// Sets (or with `None` clears) a namespace's reload window; true when it changed.
@@ -30,9 +53,10 @@ impl Index {
         }
     }
 
-    /// Forgets the windows of namespaces a relist no longer showed.
-    pub fn retain_namespace_windows(&mut self, namespaces: &HashSet<String>) {
+    /// Forgets the windows and rules of namespaces a relist no longer showed.
+    pub fn retain_namespaces(&mut self, namespaces: &HashSet<String>) {
         self.namespace_windows.retain(|ns, _| namespaces.contains(ns));
+        self.namespace_rules.retain(|ns, _| namespaces.contains(ns));
     }
 
     /// Its rollout and the generation it is of, as its status last said.
@@ -68,6 +92,7 @@ impl Index {
                     .filter(|w| w != key)
                     .filter_map(|w| {
                         let state = self.workloads.get(&w)?;
+                        let settings = self.with_namespace_rules(&w.namespace, settings);
                         let decision = decide_pair(&state.summary, &r.config, facts, settings);
                         // A peer whose write of this content was rejected for good (an admission denial) will never
                         // run it: it must not hold a wave back.

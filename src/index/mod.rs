@@ -129,6 +129,8 @@ pub struct Index {
     recent: changes::RecentChanges,
     /// Namespaces' reload windows (`--namespace-reload-windows`).
     namespace_windows: HashMap<String, crate::window::ReloadWindow>,
+    /// Namespaces' rules (`--namespace-rules`), those with any set.
+    namespace_rules: HashMap<String, crate::decision::NamespaceRules>,
     /// Resource streams that have not completed a list yet (kind, namespace or all): the index does not know
     /// all resources of that kind there, so plans keep what the object records for them.
     unlisted_config_sources: HashSet<(ConfigKind, Option<String>)>,

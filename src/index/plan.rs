@@ -73,6 +73,7 @@ pub fn decide_pair(
         selection: summary.annotations.for_kind(config.kind),
         uses: &summary.uses,
         first_container: summary.first_container.as_deref(),
+        ignore: summary.annotations.ignore,
     };
     let resource =
         ResourceFacts { kind: config.kind, name: &config.name, ignored: facts.ignored, matched: facts.matched };
@@ -84,6 +85,7 @@ impl Index {
     /// selecting them later (an annotation added) does not by itself cause a rollout.
     pub fn plan(&mut self, key: &WorkloadKey, settings: DecisionSettings, strategy: ReloadStrategy) -> WorkloadPlan {
         let Some(state) = self.workloads.get(key) else { return WorkloadPlan::default() };
+        let settings = self.with_namespace_rules(&key.namespace, settings);
         let configs = self.candidate_configs(key, &state.summary);
         let mut reloads = Vec::new();
         let mut baselines = Vec::new();

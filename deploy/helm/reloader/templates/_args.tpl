@@ -102,6 +102,9 @@ the flag is dropped and Reloader keeps reloading (NOTES.txt warns). */}}
 {{- with $r.rolloutStrategy }}
 - "--rollout-strategy={{ . }}"
 {{- end }}
+{{- if $r.namespaceRules }}
+- "--namespace-rules=true"
+{{- end }}
 {{- with $r.rollouts }}
 {{- if .maxConcurrent }}
 - "--max-concurrent-rollouts={{ .maxConcurrent }}"

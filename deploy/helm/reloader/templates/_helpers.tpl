@@ -122,6 +122,9 @@ reloader.namespaces (a list or a comma-separated string). Empty unless scoped mo
 {{- if and (not $r.watchGlobally) $r.rollouts.namespaceWindows -}}
 {{- fail "reloader.rollouts.namespaceWindows needs reloader.watchGlobally=true (namespaces are read cluster-wide)." -}}
 {{- end -}}
+{{- if and (not $r.watchGlobally) $r.namespaceRules -}}
+{{- fail "reloader.namespaceRules needs reloader.watchGlobally=true (namespaces are read cluster-wide)." -}}
+{{- end -}}
 {{- end -}}
 
 {{/* The rules the controller needs, for a ClusterRole (cluster=true) or a namespace's Role. Only the verbs the
@@ -139,7 +142,7 @@ Jobs/CronJobs/Rollouts/DeploymentConfigs fresh before rewriting them, and writes
   resources: [secrets]
   verbs: [list, watch]
 {{- end }}
-{{- if and .cluster (or $r.namespaceSelector $r.rollouts.namespaceWindows) }}
+{{- if and .cluster (or $r.namespaceSelector $r.rollouts.namespaceWindows $r.namespaceRules) }}
 - apiGroups: [""]
   resources: [namespaces]
   verbs: [list, watch]
