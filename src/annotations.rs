@@ -158,17 +158,6 @@ impl Selection {
     }
 }
 
-/// A `"true"`/`"false"` annotation's value; anything else is reported (`otherwise`: what happens instead) and is
-/// `None`.
-pub(crate) fn bool_value(key: &str, value: &str, otherwise: &str, problems: &mut Vec<WorkloadProblem>) -> Option<bool> {
-    let parsed = parse_go_bool(value.trim());
-    if parsed.is_none() {
-        let message = format!("annotation {key:?}: {value:?} is not true or false; {otherwise}");
-        problems.push(WorkloadProblem { key: key.to_owned(), value: value.to_owned(), message });
-    }
-    parsed
-}
-
 /// Annotation values that select a workload for one resource kind, read from the workload metadata, or from
 /// the pod template when the metadata has none of the four keys (upstream v1 `ShouldReload` step 3).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -246,8 +235,9 @@ impl WorkloadAnnotations {
         let keys_used =
             reload_on(&keys.reload_on, metadata.get(&keys.reload_on).or(template.get(&keys.reload_on)), &mut problems);
         let gates = crate::gates::RolloutGates::extract(metadata, &mut problems);
-        let ignore =
-            metadata.get(&keys.ignore).and_then(|v| bool_value(&keys.ignore, v, "it is not ignored", &mut problems));
+        let ignore = metadata
+            .get(&keys.ignore)
+            .and_then(|v| crate::values::bool_value(&keys.ignore, v, "it is not ignored", &mut problems));
         Self { selection, keys_used, problems, gates, ignore }
     }
 

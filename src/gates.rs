@@ -10,10 +10,9 @@
 use std::collections::BTreeMap;
 
 use crate::{
-    annotations::bool_value,
     constants::annotation,
     keys::{ConfigKey, RolloutState, WorkloadKey},
-    values::WorkloadProblem,
+    values::{WorkloadProblem, bool_value},
     window::ReloadWindow,
 };
 

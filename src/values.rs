@@ -21,3 +21,14 @@ pub fn parse_go_bool(value: &str) -> Option<bool> {
         _ => None,
     }
 }
+
+/// A `"true"`/`"false"` annotation's value; anything else is reported (`otherwise`: what happens instead) and is
+/// `None`.
+pub fn bool_value(key: &str, value: &str, otherwise: &str, problems: &mut Vec<WorkloadProblem>) -> Option<bool> {
+    let parsed = parse_go_bool(value.trim());
+    if parsed.is_none() {
+        let message = format!("annotation {key:?}: {value:?} is not true or false; {otherwise}");
+        problems.push(WorkloadProblem { key: key.to_owned(), value: value.to_owned(), message });
+    }
+    parsed
+}
