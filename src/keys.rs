@@ -40,6 +40,8 @@ pub enum WorkloadKind {
     Rollout,
     /// apps.openshift.io/v1 DeploymentConfig.
     DeploymentConfig,
+    /// A kind added by `--workload-kind` (issue 29): its slot in [`crate::configured_kinds::registered`].
+    Configured(u8),
 }
 
 impl WorkloadKind {
@@ -54,9 +56,16 @@ impl WorkloadKind {
         Self::DeploymentConfig,
     ];
 
+    /// Every kind: the built-in ones and those configured.
+    pub fn all() -> impl Iterator<Item = Self> {
+        let configured = (0..crate::configured_kinds::registered().len()).filter_map(|i| u8::try_from(i).ok());
+        Self::ALL.into_iter().chain(configured.map(Self::Configured))
+    }
+
     /// The kind's API version.
     pub fn api_version(self) -> &'static str {
         match self {
+            Self::Configured(slot) => crate::configured_kinds::get(slot).map_or("", |k| k.api_version),
             Self::Deployment | Self::StatefulSet | Self::DaemonSet => "apps/v1",
             Self::CronJob | Self::Job => "batch/v1",
             Self::Rollout => "argoproj.io/v1alpha1",
@@ -67,7 +76,12 @@ impl WorkloadKind {
     /// Whether its rollouts are counted by the restart budget and the health gate: every kind but CronJobs and
     /// Jobs (a run is new pods, not a rollout).
     pub fn tracks_rollouts(self) -> bool {
-        !matches!(self, Self::CronJob | Self::Job)
+        match self {
+            Self::CronJob | Self::Job => false,
+            Self::Configured(slot) => crate::configured_kinds::get(slot)
+                .is_some_and(|k| k.status != crate::configured_kinds::StatusRule::Untracked),
+            _ => true,
+        }
     }
 
     /// The kind `kubectl` names `name` (singular, lower case, short names included: `deploy`, `sts`…).
@@ -80,14 +94,14 @@ impl WorkloadKind {
             "job" => Self::Job,
             "rollout" | "ro" => Self::Rollout,
             "deploymentconfig" | "dc" => Self::DeploymentConfig,
-            _ => return None,
+            _ => return crate::configured_kinds::slot_named(name).map(Self::Configured),
         })
     }
 
     /// Served by a CRD that may be absent (Argo Rollouts, OpenShift): an optional API, whose objects may not
     /// match this binary's types (each is decoded on its own, a bad one skipped).
     pub fn served_by_crd(self) -> bool {
-        matches!(self, Self::Rollout | Self::DeploymentConfig)
+        matches!(self, Self::Rollout | Self::DeploymentConfig | Self::Configured(_))
     }
 
     /// The API resource, as RBAC names it (`deployments.apps`).
@@ -100,13 +114,20 @@ impl WorkloadKind {
             Self::Job => "jobs.batch",
             Self::Rollout => "rollouts.argoproj.io",
             Self::DeploymentConfig => "deploymentconfigs.apps.openshift.io",
+            Self::Configured(slot) => crate::configured_kinds::api_resource(slot),
         }
     }
 }
 
 impl fmt::Display for WorkloadKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(self, f)
+        match self {
+            Self::Configured(slot) => match crate::configured_kinds::get(*slot) {
+                Some(k) => f.write_str(k.kind),
+                None => write!(f, "Configured({slot})"),
+            },
+            _ => fmt::Debug::fmt(self, f),
+        }
     }
 }
 

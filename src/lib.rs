@@ -40,6 +40,7 @@ pub mod annotations;
 pub mod build_info;
 pub mod client;
 pub mod config;
+pub mod configured_kinds;
 pub mod constants;
 pub mod controller;
 pub mod csi;

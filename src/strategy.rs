@@ -198,7 +198,9 @@ pub fn apply_to_template_json(
                 let Some(containers) = template.pointer_mut("/spec/containers").and_then(Value::as_array_mut) else {
                     return;
                 };
-                let Some(container) = containers.iter_mut().find(|k| k["name"] == c.container.as_str()) else {
+                // A container without a name (Knative's, before its webhook names it) is the one named "".
+                let named = |k: &&mut Value| k["name"].as_str().unwrap_or_default() == c.container;
+                let Some(container) = containers.iter_mut().find(named) else {
                     continue;
                 };
                 let name = env_var_name(c.kind, &c.name);

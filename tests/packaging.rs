@@ -109,6 +109,7 @@ fn added_values_render_their_flags_and_defaults_render_none() {
         "reloader.reloadOn=keys-used",
         "reloader.rolloutStrategy=restart",
         "reloader.namespaceRules=true",
+        "reloader.workloadKinds={knative-service,example.com/v1/Widget=spec.podTemplate}",
         "reloader.rollouts.maxConcurrent=10",
         "reloader.rollouts.timeout=15m",
         "reloader.rollouts.haltOnFailure=true",
@@ -121,6 +122,8 @@ fn added_values_render_their_flags_and_defaults_render_none() {
         "--reload-on=keys-used",
         "--rollout-strategy=restart",
         "--namespace-rules=true",
+        "--workload-kind=knative-service",
+        "--workload-kind=example.com/v1/Widget=spec.podTemplate",
         "--max-concurrent-rollouts=10",
         "--rollout-timeout=15m",
         "--halt-on-failed-rollout=true",
@@ -132,6 +135,10 @@ fn added_values_render_their_flags_and_defaults_render_none() {
     let rules = find(&objects, "ClusterRole", None)["rules"].clone();
     let namespaces = json!({"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list", "watch"]});
     assert!(rules.as_array().is_some_and(|r| r.contains(&namespaces)), "namespace windows read namespaces: {rules}");
+    for (group, resource) in [("serving.knative.dev", "services"), ("example.com", "widgets")] {
+        let rule = json!({"apiGroups": [group], "resources": [resource], "verbs": ["get", "list", "watch", "patch"]});
+        assert!(rules.as_array().is_some_and(|r| r.contains(&rule)), "{group} {resource}: {rules}");
+    }
     for alone in ["reloader.namespaceRules=true", "reloader.rollouts.namespaceWindows=true"] {
         let rules = find(&template("reloader", "reloader", &["--set", alone]), "ClusterRole", None)["rules"].clone();
         assert!(rules.as_array().is_some_and(|r| r.contains(&namespaces)), "{alone} reads namespaces: {rules}");
@@ -148,7 +155,7 @@ fn added_values_render_their_flags_and_defaults_render_none() {
 #[test]
 fn broken_installs_fail_at_render_time_with_the_reason() {
     let refused_image = "is upstream Stakater Reloader's controller, which this chart cannot run";
-    let cases: [(&[&str], &str); 12] = [
+    let cases: [(&[&str], &str); 13] = [
         (&["--set", "image.repository=ghcr.io/stakater/reloader"], refused_image),
         (&["--set", "reloader.deployment.image.name=stakater/reloader"], refused_image),
         (&["--set", "global.imageRegistry=registry.internal,image.name=stakater/reloader"], refused_image),
@@ -177,6 +184,7 @@ fn broken_installs_fail_at_render_time_with_the_reason() {
             &["--set", "reloader.watchGlobally=false", "--set", "reloader.namespaceRules=true"],
             "reloader.namespaceRules needs reloader.watchGlobally=true",
         ),
+        (&["--set", "reloader.workloadKinds={CloneSet}"], "'CloneSet' does not match pattern"),
         (&["--set", "reloader.reloadStrategy=rolling"], "value must be one of 'default', 'env-vars', 'annotations'"),
         (&["--set", "reloader.custom_annotations.confgmap=x"], "additional properties 'confgmap' not allowed"),
     ];

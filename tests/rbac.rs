@@ -1,5 +1,5 @@
 //! The chart's RBAC is sufficient and minimal. The chart is rendered with every feature on (Argo Rollouts,
-//! DeploymentConfigs, CSI, HA; cluster-wide with a namespace selector, and namespaced) and with the optional
+//! DeploymentConfigs, a configured kind (Kruise CloneSet), CSI, HA; cluster-wide with a namespace selector, and namespaced) and with the optional
 //! kinds ignored (Secrets and Jobs: CronJobs must still create Jobs), its ServiceAccount and roles are applied,
 //! and the controller runs locally exactly as the chart's Deployment runs it (args and env) with a token of the
 //! chart's ServiceAccount (TokenRequest). With every rule it reloads each enabled kind and records an Event;
@@ -29,7 +29,8 @@ use serde_json::{Value, json};
 /// Every feature that brings RBAC of its own.
 const FEATURES: [&str; 2] = [
     "--set",
-    "reloader.isArgoRollouts=true,reloader.isOpenshift=true,reloader.enableCSIIntegration=true,reloader.enableHA=true",
+    "reloader.isArgoRollouts=true,reloader.isOpenshift=true,reloader.enableCSIIntegration=true,reloader.enableHA=true,\
+     reloader.workloadKinds={kruise-cloneset}",
 ];
 /// How long the controller may take to sync its watches, and then to perform every reload.
 const SYNC_WAIT: Duration = Duration::from_secs(20);
@@ -130,6 +131,7 @@ async fn create_workloads(ns: &TestNamespace, full: bool) -> String {
     }
     create_custom(ns, &rollouts(), "rollout", auto.clone(), uses.clone()).await;
     create_custom(ns, &deployment_configs(), "dc", auto.clone(), uses.clone()).await;
+    create_custom(ns, &clonesets(), "cloneset", auto.clone(), uses.clone()).await;
     let job: Job = serde_json::from_value(json!({
         "metadata": {"name": "job", "annotations": auto},
         "spec": {"backoffLimit": 0, "template": {"spec": job_spec}}
@@ -166,7 +168,10 @@ async fn missing_reloads(ns: &TestNamespace, full: bool, old_job_uid: &str, relo
     {
         missing.push("Secret reload".into());
     }
-    let custom = if full { vec![(rollouts(), "rollout"), (deployment_configs(), "dc")] } else { vec![] };
+    let custom = match full {
+        true => vec![(rollouts(), "rollout"), (deployment_configs(), "dc"), (clonesets(), "cloneset")],
+        false => vec![],
+    };
     for (resource, name) in custom {
         let api: Api<kube::api::DynamicObject> = Api::namespaced_with(ns.client.clone(), &ns.name, &resource);
         let template = api.get(name).await.map(|o| o.data["spec"]["template"].to_string()).unwrap_or_default();
@@ -266,6 +271,7 @@ async fn sufficient_and_minimal(variant: Variant) {
     for crd in [ROLLOUT_CRD, DC_CRD, SPC_CRD, SPCPS_CRD] {
         install_crd(&client, crd).await;
     }
+    install_yaml_crd(&client, CLONESET_CRD).await;
     let all_rules = rules(&render(PROBE, variant));
     let mut cases = tokio::task::JoinSet::new();
     for removed in std::iter::once(None).chain(all_rules.iter().cloned().map(Some)) {

@@ -238,6 +238,12 @@ pub struct Args {
     #[command(flatten)]
     pub leader: LeaderArgs,
 
+    /// Adds a workload kind whose objects embed a pod template: `<group>/<version>/<Kind>[=<path>]` (path default
+    /// `spec.template`), or a preset: `knative-service`, `kruise-cloneset`, `kruise-statefulset`,
+    /// `kruise-daemonset`. Repeatable; the env var takes a comma list. Watched once its API is served.
+    #[arg(long = "workload-kind", env = "RELOADER_WORKLOAD_KINDS", value_delimiter = ',')]
+    pub workload_kinds: Vec<String>,
+
     /// Reload Argo Rollouts (`--is-Argo-Rollouts=true` is upstream v1's spelling, also accepted).
     #[arg(long = "is-argo-rollouts", alias = "is-Argo-Rollouts", env = "IS_ARGO_ROLLOUTS", value_parser = parse_bool,
           num_args = 0..=1, default_value = "false", default_missing_value = "true", action = ArgAction::Set)]
@@ -316,6 +322,9 @@ pub enum ConfigError {
     /// `--ignored-workload-types` with an unknown value.
     #[error("'ignored-workload-types' accepts 'jobs', 'cronjobs', or both, not '{0}'")]
     UnknownWorkloadType(String),
+    /// An invalid `--workload-kind`.
+    #[error(transparent)]
+    WorkloadKind(#[from] crate::configured_kinds::KindError),
     /// An invalid label selector.
     #[error("--{flag}: {source}")]
     Selector {

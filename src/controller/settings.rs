@@ -77,6 +77,8 @@ pub struct OptionalKind {
     pub group_version: &'static str,
     /// Resource plural, e.g. `rollouts`.
     pub plural: &'static str,
+    /// A configured kind's slot (`--workload-kind`): discovery finds it by its kind and learns its plural.
+    pub configured: Option<u8>,
 }
 
 impl Settings {
@@ -100,11 +102,29 @@ impl Settings {
             sources.push(Source::Workload(WorkloadKind::Job));
         }
         let mut optional = Vec::new();
+        let configured: Vec<_> = args
+            .workload_kinds
+            .iter()
+            .filter(|v| !v.trim().is_empty())
+            .map(|v| crate::configured_kinds::ConfiguredKind::parse(v))
+            .collect::<Result<_, _>>()?;
+        crate::configured_kinds::register(configured)?;
+        for (slot, kind) in crate::configured_kinds::registered().iter().enumerate() {
+            let slot = u8::try_from(slot).map_err(|_| crate::configured_kinds::KindError::TooMany)?;
+            let source: &'static [Source] = Box::leak(Box::new([Source::Workload(WorkloadKind::Configured(slot))]));
+            optional.push(OptionalKind {
+                sources: source,
+                group_version: kind.api_version,
+                plural: crate::configured_kinds::plural(slot),
+                configured: Some(slot),
+            });
+        }
         if args.is_argo_rollouts {
             optional.push(OptionalKind {
                 sources: &[Source::Workload(WorkloadKind::Rollout)],
                 group_version: "argoproj.io/v1alpha1",
                 plural: "rollouts",
+                configured: None,
             });
         }
         if !matches!(args.is_openshift.trim().to_ascii_lowercase().as_str(), "false" | "0" | "no") {
@@ -112,6 +132,7 @@ impl Settings {
                 sources: &[Source::Workload(WorkloadKind::DeploymentConfig)],
                 group_version: "apps.openshift.io/v1",
                 plural: "deploymentconfigs",
+                configured: None,
             });
         }
         if args.enable_csi_integration {
@@ -119,6 +140,7 @@ impl Settings {
                 sources: &[Source::Config(ConfigKind::SecretProviderClass), Source::SecretProviderClasses],
                 group_version: "secrets-store.csi.x-k8s.io/v1",
                 plural: "secretproviderclasspodstatuses",
+                configured: None,
             });
         }
         Ok(Self {

@@ -98,7 +98,7 @@ custom_workload!(
 /// Writes a reload into a custom workload with one merge patch. The `restart` strategy sets only `spec.restartAt`
 /// where the kind has it (`restart_at`: Argo Rollouts), so the template does not drift, and `kubectl rollout
 /// restart`'s `restartedAt` in the template otherwise; the hashes still go into the metadata record.
-pub(super) async fn write<K: kube::Resource<DynamicType = ()>>(
+pub(super) async fn write<K: super::WorkloadObject>(
     client: &Client,
     key: &WorkloadKey,
     w: &WorkloadWrite<'_>,
@@ -116,14 +116,18 @@ pub(super) async fn write<K: kube::Resource<DynamicType = ()>>(
             body["spec"] = json!({"restartAt": crate::strategy::argo_restart_at(w.changed_at)});
         } else {
             let current = api.get(&key.name).await?;
-            let mut template = current.data.pointer("/spec/template").cloned().unwrap_or(Value::Null);
+            let pointer = K::template_pointer();
+            let mut template = current.data.pointer(pointer).cloned().unwrap_or(Value::Null);
             if w.restart {
                 let annotations = &mut template["metadata"]["annotations"];
                 annotations[RESTARTED_AT] = json!(crate::strategy::restarted_at(w.changed_at));
             } else {
                 crate::strategy::apply_to_template_json(&mut template, w.strategy, w.changes, w.changed_at.as_second());
             }
-            body["spec"] = json!({"template": template});
+            if K::named_revisions() {
+                rename_revision(&mut template, &key.name, w);
+            }
+            set_at(&mut body, pointer, template);
             body["metadata"]["resourceVersion"] = json!(current.metadata.resource_version);
         }
     }
@@ -132,6 +136,29 @@ pub(super) async fn write<K: kube::Resource<DynamicType = ()>>(
     }
     let url = <DynamicObject as kube::Resource>::url_path(&resource, Some(&key.namespace));
     super::write::patch_for_generation(client, &url, &key.name, &Patch::Merge(&body)).await
+}
+
+/// Puts `value` at the JSON `pointer` (`/spec/template`) of `body`, creating the objects on the way.
+fn set_at(body: &mut Value, pointer: &str, value: Value) {
+    let mut at = body;
+    for segment in pointer.split('/').filter(|s| !s.is_empty()) {
+        at = &mut at[segment];
+    }
+    *at = value;
+}
+
+/// Knative: a template that names its revision (`metadata.name`) must name a new one when it changes (the
+/// webhook refuses the same name with another template). The new name is `<service>-<8 hex>`, derived from what
+/// is written, so a retry writes the same name; a template without a name is left to Knative to name.
+fn rename_revision(template: &mut Value, service: &str, w: &WorkloadWrite<'_>) {
+    if template["metadata"]["name"].as_str().is_none() {
+        return;
+    }
+    let entries = w.changes.iter().map(|c| format!("{}/{}={}", c.kind, c.name, c.hash).into_bytes());
+    let at = w.changed_at.to_string().into_bytes();
+    let digest = crate::hash::ContentHash::of_entries(entries.chain([at]).collect()).to_string();
+    let prefix: String = service.chars().take(63 - 9).collect();
+    template["metadata"]["name"] = json!(format!("{prefix}-{}", &digest[..8]));
 }
 
 impl super::WorkloadObject for Rollout {

@@ -1,7 +1,8 @@
 //! The kind table: the one place a [`WorkloadKind`] names the Rust type that reads and writes it. Code that needs a
 //! kind's type — to watch, list, read or write it — implements [`KindVisitor`] and calls [`visit`], instead of a
 //! `match` of its own. Adding a kind is its file (implementing [`WorkloadObject`]), its facts in
-//! [`WorkloadKind`] (`keys.rs`: its names, API version and resource) and one line here.
+//! [`WorkloadKind`] (`keys.rs`: its names, API version and resource) and one line here. Kinds added by
+//! `--workload-kind` need none of that: each takes a slot of [`Configured`].
 
 use k8s_openapi::api::{
     apps::v1::{DaemonSet, Deployment, StatefulSet},
@@ -10,6 +11,7 @@ use k8s_openapi::api::{
 
 use super::{
     WorkloadKind, WorkloadObject,
+    configured::Configured,
     custom::{DeploymentConfig, Rollout},
 };
 
@@ -31,6 +33,15 @@ pub fn visit<V: KindVisitor>(kind: WorkloadKind, visitor: V) -> V::Output {
         WorkloadKind::Job => visitor.visit::<Job>(),
         WorkloadKind::Rollout => visitor.visit::<Rollout>(),
         WorkloadKind::DeploymentConfig => visitor.visit::<DeploymentConfig>(),
+        WorkloadKind::Configured(0) => visitor.visit::<Configured<0>>(),
+        WorkloadKind::Configured(1) => visitor.visit::<Configured<1>>(),
+        WorkloadKind::Configured(2) => visitor.visit::<Configured<2>>(),
+        WorkloadKind::Configured(3) => visitor.visit::<Configured<3>>(),
+        WorkloadKind::Configured(4) => visitor.visit::<Configured<4>>(),
+        WorkloadKind::Configured(5) => visitor.visit::<Configured<5>>(),
+        WorkloadKind::Configured(6) => visitor.visit::<Configured<6>>(),
+        // configured_kinds::MAX is 8: registration refuses more, so no slot beyond 7 exists.
+        WorkloadKind::Configured(_) => visitor.visit::<Configured<7>>(),
     }
 }
 
@@ -48,7 +59,7 @@ mod tests {
 
     #[test]
     fn every_kind_maps_to_the_type_of_that_kind() {
-        for kind in WorkloadKind::ALL {
+        for kind in WorkloadKind::ALL.into_iter().chain((0..8).map(WorkloadKind::Configured)) {
             assert_eq!(visit(kind, KindOf), kind);
         }
     }

@@ -2,6 +2,7 @@
 //! [`kinds`] is the one table from a kind to its type (adding a kind: its file, its facts in [`WorkloadKind`], one
 //! line there).
 
+pub mod configured;
 mod cronjob;
 pub mod custom;
 mod daemonset;
@@ -78,6 +79,16 @@ pub trait WorkloadObject:
     /// Whether its current rollout is complete (kinds whose rollouts are tracked).
     fn rollout(&self) -> RolloutState {
         RolloutState::Untracked
+    }
+
+    /// Where its pod template is, as a JSON pointer (kinds written as JSON: `WriteStyle::MergePatch`).
+    fn template_pointer() -> &'static str {
+        "/spec/template"
+    }
+
+    /// A template `metadata.name` names a revision, and a changed template needs a new one (Knative Services).
+    fn named_revisions() -> bool {
+        false
     }
 }
 

@@ -77,6 +77,48 @@ pub fn deployment_config(
     complete(generation, observed, counts.map(|c| c.unwrap_or(0) == desired))
 }
 
+/// A configured kind (`--workload-kind`), by its preset's status rule (`configured_kinds::StatusRule`).
+/// `replicas`: `spec.replicas` (1 when absent, as Kubernetes defaults it).
+pub fn configured(
+    rule: crate::configured_kinds::StatusRule,
+    generation: Option<i64>,
+    replicas: Option<i64>,
+    status: Option<&serde_json::Value>,
+) -> RolloutState {
+    use crate::configured_kinds::StatusRule;
+    if rule == StatusRule::Untracked {
+        return RolloutState::Untracked;
+    }
+    let Some(status) = status else { return RolloutState::InProgress };
+    let number = |field: &str| status.get(field).and_then(serde_json::Value::as_i64);
+    let observed = number("observedGeneration");
+    match rule {
+        StatusRule::ReadyCondition => {
+            let conditions = status.get("conditions").and_then(serde_json::Value::as_array);
+            let ready = conditions.into_iter().flatten().find(|c| c["type"] == "Ready");
+            let ready = ready.and_then(|c| c["status"].as_str());
+            let observed = observed.unwrap_or(0) >= generation.unwrap_or(0);
+            match ready {
+                Some("True") if observed => RolloutState::Complete,
+                Some("False") if observed => RolloutState::Failed,
+                _ => RolloutState::InProgress,
+            }
+        }
+        StatusRule::Replicas => {
+            let desired = replicas.unwrap_or(1);
+            let counts = [number("replicas"), number("updatedReplicas"), number("readyReplicas")];
+            complete(generation, observed, counts.map(|c| c.unwrap_or(0) == desired))
+        }
+        StatusRule::DaemonSet => {
+            let desired = number("desiredNumberScheduled").unwrap_or(0);
+            let counts = [number("updatedNumberScheduled"), number("numberAvailable")];
+            let [updated, available] = counts.map(|c| c.unwrap_or(0) == desired);
+            complete(generation, observed, [updated, available, true])
+        }
+        StatusRule::Untracked => RolloutState::Untracked,
+    }
+}
+
 fn complete(generation: Option<i64>, observed: Option<i64>, checks: [bool; 3]) -> RolloutState {
     let observed = observed.unwrap_or(0) >= generation.unwrap_or(0);
     if observed && checks.iter().all(|c| *c) { RolloutState::Complete } else { RolloutState::InProgress }
@@ -114,6 +156,24 @@ mod tests {
         assert_eq!(deployment(&object::<Deployment>(3, spec.clone(), stuck.clone())), RolloutState::Failed);
         // The template written after the failure is not observed yet: its rollout has not failed.
         assert_eq!(deployment(&object::<Deployment>(4, spec, stuck)), RolloutState::InProgress);
+    }
+
+    #[test]
+    fn configured_kinds_follow_their_presets_status_rule() {
+        use crate::configured_kinds::StatusRule;
+        let state = |rule, status: serde_json::Value| configured(rule, Some(3), Some(2), Some(&status));
+        let ready = |s: &str, observed: i64| json!({"observedGeneration": observed, "conditions": [{"type": "Ready", "status": s}]});
+        assert_eq!(state(StatusRule::ReadyCondition, ready("True", 3)), RolloutState::Complete);
+        assert_eq!(state(StatusRule::ReadyCondition, ready("True", 2)), RolloutState::InProgress);
+        assert_eq!(state(StatusRule::ReadyCondition, ready("Unknown", 3)), RolloutState::InProgress);
+        assert_eq!(state(StatusRule::ReadyCondition, ready("False", 3)), RolloutState::Failed);
+        let clone = |updated: i64| json!({"observedGeneration": 3, "replicas": 2, "updatedReplicas": updated, "readyReplicas": 2});
+        assert_eq!(state(StatusRule::Replicas, clone(2)), RolloutState::Complete);
+        assert_eq!(state(StatusRule::Replicas, clone(1)), RolloutState::InProgress);
+        let ds = json!({"observedGeneration": 3, "desiredNumberScheduled": 2, "updatedNumberScheduled": 2, "numberAvailable": 2});
+        assert_eq!(state(StatusRule::DaemonSet, ds), RolloutState::Complete);
+        assert_eq!(state(StatusRule::Untracked, json!({})), RolloutState::Untracked);
+        assert_eq!(configured(StatusRule::Replicas, Some(1), None, None), RolloutState::InProgress);
     }
 
     #[test]

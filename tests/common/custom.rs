@@ -13,6 +13,22 @@ pub const ROLLOUT_CRD: &str = include_str!("../crds/rollouts.argoproj.io.json");
 /// The OpenShift DeploymentConfig CRD.
 pub const DC_CRD: &str = include_str!("../crds/deploymentconfigs.apps.openshift.io.json");
 
+/// OpenKruise v1.8.4's CloneSet CRD, as the project publishes it (YAML).
+pub const CLONESET_CRD: &str = include_str!("../crds/clonesets.apps.kruise.io.yaml");
+/// Knative Serving v1.23.0's Service CRD (YAML).
+pub const KNATIVE_SERVICE_CRD: &str = include_str!("../crds/services.serving.knative.dev.yaml");
+
+/// Installs a CRD published as YAML (`super::install_crd` takes JSON).
+pub async fn install_yaml_crd(client: &kube::Client, yaml: &str) {
+    let crd: Value = serde_saphyr::from_str(yaml).expect("CRD YAML");
+    super::install_crd(client, &crd.to_string()).await;
+}
+
+/// OpenKruise CloneSets.
+pub fn clonesets() -> ApiResource {
+    resource("apps.kruise.io", "v1alpha1", "CloneSet", "clonesets")
+}
+
 /// An ApiResource by group, version, kind and plural.
 pub fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
     ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)

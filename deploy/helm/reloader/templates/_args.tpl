@@ -55,6 +55,9 @@ the flag is dropped and Reloader keeps reloading (NOTES.txt warns). */}}
 {{- if $r.isArgoRollouts }}
 - "--is-Argo-Rollouts=true"
 {{- end }}
+{{- range $r.workloadKinds }}
+- "--workload-kind={{ . }}"
+{{- end }}
 - "--is-openshift={{ $r.isOpenshift | ternary "true" "false" }}"
 {{- if $r.reloadOnCreate }}
 - "--reload-on-create=true"

@@ -175,6 +175,17 @@ Jobs/CronJobs/Rollouts/DeploymentConfigs fresh before rewriting them, and writes
   resources: [deploymentconfigs]
   verbs: [get, list, watch, patch]
 {{- end }}
+{{- $presets := dict "knative-service" (list "serving.knative.dev" "services") "kruise-cloneset" (list "apps.kruise.io" "clonesets") "kruise-statefulset" (list "apps.kruise.io" "statefulsets") "kruise-daemonset" (list "apps.kruise.io" "daemonsets") }}
+{{- range $r.workloadKinds }}
+{{- $groupResource := get $presets . }}
+{{- if not $groupResource }}
+{{- $gvk := splitList "/" (first (splitList "=" .)) }}
+{{- $groupResource = list (index $gvk 0) (printf "%ss" (lower (index $gvk 2))) }}
+{{- end }}
+- apiGroups: [{{ index $groupResource 0 }}]
+  resources: [{{ index $groupResource 1 }}]
+  verbs: [get, list, watch, patch]
+{{- end }}
 {{- if $r.enableCSIIntegration }}
 - apiGroups: [secrets-store.csi.x-k8s.io]
   resources: [secretproviderclasspodstatuses, secretproviderclasses]

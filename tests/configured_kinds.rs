@@ -1,0 +1,130 @@
+//! Workload kinds added by configuration (`--workload-kind`, issue 29) on the real control plane, with the projects'
+//! real CRDs (tests/crds: OpenKruise v1.8.4's CloneSet, Knative Serving v1.23.0's Service; no controller of theirs
+//! runs, so tests assert on the objects): objects written as users write them reload with both reload
+//! strategies and the restart strategy, and a Knative template that names its revision gets a new name.
+
+mod common;
+
+use common::{custom::*, *};
+use kube::{
+    Api,
+    api::{ApiResource, DynamicObject, PostParams},
+};
+use serde_json::{Value, json};
+
+const APPLIED: &str = "reloader.stakater.com/applied-hashes";
+
+fn knative_services() -> ApiResource {
+    resource("serving.knative.dev", "v1", "Service", "services")
+}
+
+/// Waits until `pointer` of `name` satisfies `check`, and returns the object.
+async fn wait_object(api: &Api<DynamicObject>, name: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
+    wait_for(&format!("{name}: {what}"), RELOAD_WAIT, || async {
+        let o = api.get(name).await.map_err(|e| e.to_string())?;
+        let value = serde_json::to_value(&o).map_err(|e| e.to_string())?;
+        if check(&value) { Ok(value) } else { Err(format!("{}", value["spec"]["template"])) }
+    })
+    .await
+}
+
+fn env_of(object: &Value, env: &str) -> Option<String> {
+    let containers = object.pointer("/spec/template/spec/containers")?.as_array()?;
+    let all = containers.iter().flat_map(|c| c["env"].as_array().cloned().unwrap_or_default());
+    all.into_iter().find(|e| e["name"] == env)?["value"].as_str().map(str::to_owned)
+}
+
+fn recorded(object: &Value, hash: &str) -> bool {
+    object["metadata"]["annotations"][APPLIED].as_str().is_some_and(|r| r.contains(hash))
+}
+
+#[tokio::test]
+async fn a_kruise_cloneset_reloads_with_env_vars_and_with_the_restart_strategy() {
+    let ns = TestNamespace::create("cloneset").await;
+    install_yaml_crd(&ns.client, CLONESET_CRD).await;
+    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
+    let uses =
+        json!({"containers": [{"name": "app", "image": "nginx", "envFrom": [{"configMapRef": {"name": "cfg"}}]}]});
+    let auto = json!({"reloader.stakater.com/auto": "true"});
+    let api = create_custom(&ns, &clonesets(), "web", auto, uses.clone()).await;
+    let restart = json!({"reloader.stakater.com/auto": "true", "reloader.stakater.com/rollout-strategy": "restart"});
+    create_custom(&ns, &clonesets(), "restarted", restart, uses).await;
+    // A kind whose API is not installed is reported and waited for; it holds nothing else back.
+    let flags = ["--workload-kind=kruise-cloneset", "--workload-kind=example.com/v1/Widget"];
+    let reloader = Reloader::start(&ns.name, &flags).await;
+    reloader.wait_log("API not installed; widgets are not reloaded until it appears").await;
+    let v1 = configmap_hash(&[("k", "1")]);
+    for name in ["web", "restarted"] {
+        wait_object(&api, name, "first-sight record", |o| recorded(o, &v1)).await;
+    }
+
+    set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
+    let v2 = configmap_hash(&[("k", "2")]);
+    let web = wait_object(&api, "web", "the new hash in its template", |o| {
+        env_of(o, "STAKATER_CFG_CONFIGMAP").as_deref() == Some(v2.as_str())
+    })
+    .await;
+    assert_eq!(web["spec"]["template"]["spec"]["containers"][0]["image"], "nginx", "the rest of the template is kept");
+    let line = reloader.wait_log("updated 'web' of type 'CloneSet'").await;
+    assert!(line.contains("rollout_strategy=rollout"), "{line}");
+    let restarted = wait_object(&api, "restarted", "restartedAt and the record", |o| {
+        o.pointer("/spec/template/metadata/annotations/kubectl.kubernetes.io~1restartedAt").is_some()
+            && recorded(o, &v2)
+    })
+    .await;
+    assert_eq!(env_of(&restarted, "STAKATER_CFG_CONFIGMAP"), None, "restart writes only kubectl's mark");
+    reloader.wait_log("updated 'restarted' of type 'CloneSet'").await;
+
+    let flags = ["--workload-kind=kruise-cloneset"];
+    let (ok, out, err) = explain_with(&ns, &flags, "cloneset/web", &[]);
+    assert!(ok && out.contains("auto: referenced via envFrom"), "{out}{err}");
+    let (ok, out, err) = explain_with(&ns, &flags, "clonesets.apps.kruise.io/web", &[]);
+    assert!(ok && out.contains("auto: referenced via envFrom"), "{out}{err}");
+}
+
+#[tokio::test]
+async fn a_knative_service_reloads_with_annotations_and_a_named_revision_gets_a_new_name() {
+    let ns = TestNamespace::create("kservice").await;
+    install_yaml_crd(&ns.client, KNATIVE_SERVICE_CRD).await;
+    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
+    let ar = knative_services();
+    let api: Api<DynamicObject> = Api::namespaced_with(ns.client.clone(), &ns.name, &ar);
+    // As Knative's docs write one: no container name, a revision named by the user.
+    let service = |name: &str, revision: Option<&str>| {
+        let mut template = json!({"spec": {"containers": [{"image": "ghcr.io/knative/helloworld-go:latest",
+            "envFrom": [{"configMapRef": {"name": "cfg"}}]}]}});
+        if let Some(revision) = revision {
+            template["metadata"] = json!({"name": revision});
+        }
+        serde_json::from_value::<DynamicObject>(json!({
+            "apiVersion": "serving.knative.dev/v1", "kind": "Service",
+            "metadata": {"name": name, "annotations": {"reloader.stakater.com/auto": "true"}},
+            "spec": {"template": template}
+        }))
+        .expect("service")
+    };
+    for (name, revision) in [("hello", Some("hello-v1")), ("plain", None)] {
+        api.create(&PostParams::default(), &service(name, revision)).await.expect("create service");
+    }
+    let flags = ["--workload-kind=knative-service", "--reload-strategy=annotations"];
+    let reloader = Reloader::start(&ns.name, &flags).await;
+    let v1 = configmap_hash(&[("k", "1")]);
+    for name in ["hello", "plain"] {
+        wait_object(&api, name, "first-sight record", |o| recorded(o, &v1)).await;
+    }
+
+    set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
+    let v2 = configmap_hash(&[("k", "2")]);
+    let reloaded = |o: &Value| {
+        let mark = o.pointer("/spec/template/metadata/annotations/reloader.stakater.com~1last-reloaded-from");
+        mark.and_then(Value::as_str).is_some_and(|m| m.contains(&v2))
+    };
+    let hello = wait_object(&api, "hello", "the reload mark", reloaded).await;
+    let revision = hello["spec"]["template"]["metadata"]["name"].as_str().unwrap_or_default().to_owned();
+    assert!(revision.starts_with("hello-") && revision != "hello-v1", "a new revision name: {revision}");
+    assert!(hello["spec"]["template"]["spec"]["containers"][0].get("name").is_none(), "no name is added");
+    let plain = wait_object(&api, "plain", "the reload mark", reloaded).await;
+    assert!(plain["spec"]["template"]["metadata"].get("name").is_none(), "Knative names unnamed revisions");
+    let line = reloader.wait_log("updated 'hello' of type 'Service'").await;
+    assert!(line.contains("namespace"), "{line}");
+}
