@@ -37,6 +37,9 @@ pub mod annotation {
     /// Ours (issue 29), on a CronJob: `spawn` (upstream's, the default: a Job now) or `patch` (the job template
     /// only: the next scheduled run uses the new content).
     pub const CRONJOB_RELOAD: &str = "reloader.stakater.com/cronjob-reload";
+    /// Ours (issue 29), written on a workload by the `evict-pods`/`delete-pods` strategies: its pods created before
+    /// this time are still to restart (`crate::pod_restarts`); removed once none is left.
+    pub const RESTART_PODS_CREATED_BEFORE: &str = "reloader.stakater.com/restart-pods-created-before";
     /// `kubectl rollout restart`'s mark on a pod template: the `restart` strategy writes it.
     pub const RESTARTED_AT: &str = "kubectl.kubernetes.io/restartedAt";
     /// Deployment metadata: Go duration to pause after a reload.

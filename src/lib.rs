@@ -60,6 +60,7 @@ pub mod logging;
 pub mod metainfo;
 pub mod metrics;
 pub mod pause;
+pub mod pod_restarts;
 pub mod ratelimit;
 pub mod record_refusals;
 pub mod references;

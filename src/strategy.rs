@@ -37,6 +37,13 @@ pub enum RolloutStrategy {
     /// record only.
     #[value(name = "restart")]
     Restart,
+    /// The template is not touched: the workload's pods are evicted through the Eviction API one at a time
+    /// (PodDisruptionBudgets respected), for kinds whose template an operator owns (`crate::pod_restarts`).
+    #[value(name = "evict-pods")]
+    EvictPods,
+    /// As `evict-pods`, with a plain delete where eviction is not wanted.
+    #[value(name = "delete-pods")]
+    DeletePods,
 }
 
 impl RolloutStrategy {
@@ -46,6 +53,8 @@ impl RolloutStrategy {
         match value {
             "rollout" => Some(Self::Rollout),
             "restart" => Some(Self::Restart),
+            "evict-pods" => Some(Self::EvictPods),
+            "delete-pods" => Some(Self::DeletePods),
             _ => None,
         }
     }
@@ -55,7 +64,14 @@ impl RolloutStrategy {
         match self {
             Self::Rollout => "rollout",
             Self::Restart => "restart",
+            Self::EvictPods => "evict-pods",
+            Self::DeletePods => "delete-pods",
         }
+    }
+
+    /// It restarts pods instead of writing the template.
+    pub fn restarts_pods(self) -> bool {
+        matches!(self, Self::EvictPods | Self::DeletePods)
     }
 }
 

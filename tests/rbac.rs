@@ -1,5 +1,6 @@
 //! The chart's RBAC is sufficient and minimal. The chart is rendered with every feature on (Argo Rollouts,
-//! DeploymentConfigs, a configured kind (Kruise CloneSet), CSI, HA; cluster-wide with a namespace selector, and namespaced) and with the optional
+//! DeploymentConfigs, a configured kind (Kruise CloneSet), pod restarts (evict-pods, delete-pods), CSI, HA;
+//! cluster-wide with a namespace selector, and namespaced) and with the optional
 //! kinds ignored (Secrets and Jobs: CronJobs must still create Jobs), its ServiceAccount and roles are applied,
 //! and the controller runs locally exactly as the chart's Deployment runs it (args and env) with a token of the
 //! chart's ServiceAccount (TokenRequest). With every rule it reloads each enabled kind and records an Event;
@@ -30,7 +31,7 @@ use serde_json::{Value, json};
 const FEATURES: [&str; 2] = [
     "--set",
     "reloader.isArgoRollouts=true,reloader.isOpenshift=true,reloader.enableCSIIntegration=true,reloader.enableHA=true,\
-     reloader.workloadKinds={kruise-cloneset}",
+     reloader.workloadKinds={kruise-cloneset},reloader.podRestarts=true",
 ];
 /// How long the controller may take to sync its watches, and then to perform every reload.
 const SYNC_WAIT: Duration = Duration::from_secs(20);
@@ -132,6 +133,11 @@ async fn create_workloads(ns: &TestNamespace, full: bool) -> String {
     create_custom(ns, &rollouts(), "rollout", auto.clone(), uses.clone()).await;
     create_custom(ns, &deployment_configs(), "dc", auto.clone(), uses.clone()).await;
     create_custom(ns, &clonesets(), "cloneset", auto.clone(), uses.clone()).await;
+    for strategy in ["evict-pods", "delete-pods"] {
+        let annotations =
+            json!({"reloader.stakater.com/auto": "true", "reloader.stakater.com/rollout-strategy": strategy});
+        Kind::Deployment.create(ns, strategy, annotations, json!({}), uses.clone()).await;
+    }
     let job: Job = serde_json::from_value(json!({
         "metadata": {"name": "job", "annotations": auto},
         "spec": {"backoffLimit": 0, "template": {"spec": job_spec}}
@@ -188,6 +194,11 @@ async fn missing_reloads(ns: &TestNamespace, full: bool, old_job_uid: &str, relo
     }
     if full && reloader.count_log("Job recreation is not crash-safe") > 0 {
         missing.push("a crash-safe Job reload (its recreation recorded in Secret reloader-owed-jobs)".into());
+    }
+    for strategy in ["evict-pods", "delete-pods"].into_iter().filter(|_| full) {
+        if reloader.count_log(&format!("restarted every pod of Deployment '{strategy}'")) == 0 {
+            missing.push(format!("{strategy} restarts"));
+        }
     }
     if full && Kind::Deployment.revisions(ns, "csi").await < 2 {
         missing.push("CSI reload".into());

@@ -13,6 +13,7 @@ mod observe_lists;
 mod observe_namespaces;
 mod observe_trigger;
 mod observer;
+mod pod_restarts;
 mod queue;
 mod read_views;
 mod reconcile;
@@ -75,6 +76,8 @@ struct Context {
     limiter: Option<crate::ratelimit::RateLimiter>,
     /// Job recreations owed, kept in the cluster (`crate::workload::owed_jobs`).
     owed_jobs: crate::workload::OwedJobs,
+    /// What was said about pod restarts (`evict-pods`, `delete-pods`), to say it once.
+    pod_restarts: pod_restarts::Announced,
 }
 
 impl Context {
@@ -194,6 +197,7 @@ pub async fn run(
         webhook_sender,
         limiter,
         owed_jobs,
+        pod_restarts: Default::default(),
     });
     // The gauges start at 0, so dashboards and alerts see a series from the start instead of an absence.
     ctx.budget.report(&ctx.metrics.rollouts);

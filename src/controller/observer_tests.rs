@@ -84,6 +84,7 @@ fn context_with(
         webhook_sender: None,
         limiter,
         owed_jobs: Default::default(),
+        pod_restarts: Default::default(),
     })
 }
 

@@ -45,6 +45,15 @@ pub enum Error {
         #[source]
         source: kube::Error,
     },
+    /// Restarting a pod (`evict-pods`, `delete-pods`) failed, or reading what it needs.
+    #[error("restarting the pods of {workload}: {source}")]
+    PodRestart {
+        /// The workload.
+        workload: String,
+        /// The API error.
+        #[source]
+        source: kube::Error,
+    },
     /// The reconcile panicked (a bug met by some object): contained, counted and retried with backoff, so
     /// the worker and every other workload go on.
     #[error("reconciling {workload} panicked: {message}")]
@@ -80,7 +89,7 @@ impl Error {
                 403 => !status.message.contains("denied"),
                 code => code >= 500,
             },
-            Self::Patch { .. } | Self::Read { .. } | Self::Panicked { .. } => true,
+            Self::Patch { .. } | Self::Read { .. } | Self::PodRestart { .. } | Self::Panicked { .. } => true,
         }
     }
 }
@@ -179,7 +188,9 @@ async fn reconcile(ctx: &Context, key: &WorkloadKey, triggered: Trigger) -> Resu
     let plan = || ctx.index().plan(key, ctx.settings.decisions, ctx.settings.strategy);
     let (plan, unread) = plan_with_views(ctx, key, plan).await;
     let written = write_plan(ctx, key, triggered, plan).await?;
-    unread.map_or(Ok(written), Err)
+    // Pods still to restart (evict-pods, delete-pods): one step each reconcile, also after a restart.
+    let restarted = super::pod_restarts::step(ctx, key).await?;
+    unread.map_or(Ok(written || restarted), Err)
 }
 
 /// A workload the watch does not show: finishes what an earlier write left owed for it (a Job deleted for a
@@ -212,6 +223,7 @@ async fn write_plan(
     // CronJobs spawn a Job and Jobs are recreated: a template is written only where pods roll out.
     let rollout_strategy = match rollout_strategy.unwrap_or(ctx.settings.rollout_strategy) {
         RolloutStrategy::Restart if key.kind.tracks_rollouts() => RolloutStrategy::Restart,
+        s if s.restarts_pods() && !matches!(key.kind, WorkloadKind::CronJob | WorkloadKind::Job) => s,
         _ => RolloutStrategy::Rollout,
     };
     let suspended = pause_state.as_ref().is_some_and(|p| workload::spawns_nothing(key.kind, p, cronjob_reload));
@@ -264,7 +276,13 @@ async fn write_plan(
             return Ok(false);
         }
     }
-    let changes: Vec<TemplateChange> = plan.reloads.iter().map(template_change).collect();
+    // evict-pods / delete-pods: the template is not written; the boundary is, and the pods are restarted after.
+    let pod_boundary = (rollout_strategy.restarts_pods() && !plan.reloads.is_empty())
+        .then(|| crate::pod_restarts::boundary(triggered.wall));
+    let changes: Vec<TemplateChange> = match pod_boundary {
+        Some(_) => Vec::new(),
+        None => plan.reloads.iter().map(template_change).collect(),
+    };
     let write = WorkloadWrite {
         strategy: ctx.settings.strategy,
         changes: &changes,
@@ -275,6 +293,7 @@ async fn write_plan(
         applied_hashes: plan.applied_hashes.as_ref().map(encode_applied_hashes),
         pause: pause.clone(),
         restart: rollout_strategy == RolloutStrategy::Restart,
+        restart_pods_before: pod_boundary.map(|b| b.to_string()),
         cronjob_reload,
         owed_jobs: Some(&ctx.owed_jobs),
     };
@@ -374,6 +393,9 @@ async fn write_plan(
         }
     }
     ctx.index().mark_written(key, &plan);
+    if let Some(boundary) = pod_boundary {
+        super::pod_restarts::restart_after(ctx, key, boundary);
+    }
     let latency_ms = triggered.at.elapsed().as_secs_f64() * 1000.0;
     match &pause {
         Some((_, PauseAction::Pause { at })) => {

@@ -187,6 +187,16 @@ impl Index {
         self.workloads.get(key).and_then(|s| s.summary.rollout_strategy)
     }
 
+    /// A workload's owed pod restarts (`evict-pods`, `delete-pods`): its boundary, and the rollout strategy its
+    /// annotation names.
+    pub fn pod_restart(
+        &self,
+        key: &WorkloadKey,
+    ) -> Option<(jiff::Timestamp, Option<crate::strategy::RolloutStrategy>)> {
+        let summary = &self.workloads.get(key)?.summary;
+        Some((summary.restart_pods_before?, summary.rollout_strategy))
+    }
+
     /// A CronJob's `cronjob-reload` mode (`spawn` for anything not indexed).
     pub fn cronjob_reload(&self, key: &WorkloadKey) -> crate::workload::CronJobReload {
         self.workloads.get(key).map(|s| s.summary.cronjob_reload).unwrap_or_default()

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::{WorkloadKey, WorkloadWrite};
-use crate::constants::annotation::{APPLIED_HASHES, RESTARTED_AT};
+use crate::constants::annotation::RESTARTED_AT;
 
 /// `spec` of a custom workload: only what reloads need.
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
@@ -108,8 +108,8 @@ pub(super) async fn write<K: super::WorkloadObject>(
     let resource = ApiResource::from_gvk_with_plural(&gvk, &K::plural(&()));
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &key.namespace, &resource);
     let mut body = json!({});
-    if let Some(hashes) = &w.applied_hashes {
-        body["metadata"] = json!({"annotations": {APPLIED_HASHES: hashes}});
+    if let Some(metadata) = super::write::metadata_fragment(w) {
+        body["metadata"] = metadata;
     }
     if !w.changes.is_empty() {
         if w.restart && restart_at {

@@ -12,6 +12,7 @@ pub mod kinds;
 mod lean;
 mod list;
 mod owed_jobs;
+mod pods;
 mod record;
 pub mod rollout;
 mod statefulset;
@@ -25,6 +26,7 @@ pub use cronjob::{CronJobReload, spawns_nothing};
 pub use lean::Lean;
 pub use list::list_summaries;
 pub use owed_jobs::OwedJobs;
+pub use pods::{PodTarget, clear_pod_restart, pod_target};
 pub use record::HashRecord;
 pub use write::{WorkloadWrite, WriteStyle, resume, write};
 
@@ -115,6 +117,9 @@ pub struct WorkloadSummary {
     pub rollout_strategy: Option<RolloutStrategy>,
     /// `reloader.stakater.com/cronjob-reload` (CronJobs).
     pub cronjob_reload: CronJobReload,
+    /// `restart-pods-created-before`: its pods created before this are still to restart (`evict-pods`,
+    /// `delete-pods`).
+    pub restart_pods_before: Option<jiff::Timestamp>,
     /// `STAKATER_*` names shared by several resources (`a-b`, `a.b`): their env values cannot tell which
     /// resource they record, so only the metadata record counts for them.
     pub ambiguous_env: Vec<String>,
@@ -185,7 +190,8 @@ pub fn summarise<K: WorkloadObject>(obj: &K, keys: &AnnotationKeys) -> Option<(W
             key: crate::constants::annotation::ROLLOUT_STRATEGY.to_owned(),
             value: value.clone(),
             message: format!(
-                "annotation {:?}: {value:?} is not a rollout strategy (restart, rollout); --rollout-strategy applies",
+                "annotation {:?}: {value:?} is not a rollout strategy (rollout, restart, evict-pods, delete-pods); \
+                 --rollout-strategy applies",
                 crate::constants::annotation::ROLLOUT_STRATEGY
             ),
         });
@@ -193,6 +199,9 @@ pub fn summarise<K: WorkloadObject>(obj: &K, keys: &AnnotationKeys) -> Option<(W
     let cronjob_value = metadata_annotations.and_then(|a| a.get(crate::constants::annotation::CRONJOB_RELOAD));
     let (cronjob_reload, problem) = CronJobReload::from_annotation(K::KIND, cronjob_value.map(String::as_str));
     annotations.problems.extend(problem);
+    let restart_pods_before = metadata_annotations
+        .and_then(|a| a.get(crate::constants::annotation::RESTART_PODS_CREATED_BEFORE))
+        .and_then(|v| v.parse().ok());
     let summary = WorkloadSummary {
         uid: obj.meta().uid.clone().unwrap_or_default(),
         annotations,
@@ -210,6 +219,7 @@ pub fn summarise<K: WorkloadObject>(obj: &K, keys: &AnnotationKeys) -> Option<(W
         pause,
         rollout_strategy,
         cronjob_reload,
+        restart_pods_before,
         ambiguous_env,
         rollout: obj.rollout(),
         generation: obj.meta().generation.unwrap_or(0),
@@ -294,7 +304,7 @@ mod tests {
                 None,
                 vec![
                     "annotation \"reloader.stakater.com/rollout-strategy\": \"recreate\" is not a rollout strategy \
-                     (restart, rollout); --rollout-strategy applies"
+                     (rollout, restart, evict-pods, delete-pods); --rollout-strategy applies"
                         .to_owned()
                 ]
             )

@@ -28,6 +28,7 @@ pub fn env_write<'a>(changes: &'a [TemplateChange], applied_hashes: Option<&str>
         applied_hashes: applied_hashes.map(str::to_owned),
         pause: None,
         restart: false,
+        restart_pods_before: None,
         cronjob_reload: Default::default(),
         owed_jobs: None,
     }

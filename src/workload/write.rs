@@ -16,7 +16,10 @@ use super::{
     kinds::{self, KindVisitor},
 };
 use crate::{
-    constants::{FIELD_MANAGER, annotation::APPLIED_HASHES},
+    constants::{
+        FIELD_MANAGER,
+        annotation::{APPLIED_HASHES, RESTART_PODS_CREATED_BEFORE},
+    },
     pause::PauseAction,
     strategy::{self, ReloadStrategy, TemplateChange},
 };
@@ -38,6 +41,8 @@ pub struct WorkloadWrite<'a> {
     /// The `restart` rollout strategy: `kubectl rollout restart`'s mark (`restartedAt` on the template, Argo's
     /// `spec.restartAt`) instead of the reload strategy's; the hashes go to the record only.
     pub restart: bool,
+    /// `evict-pods`/`delete-pods`: the boundary written instead of a template change (`crate::pod_restarts`).
+    pub restart_pods_before: Option<String>,
     /// A CronJob's `cronjob-reload` mode: spawn a Job, or patch its job template.
     pub cronjob_reload: super::CronJobReload,
     /// Where a Job deleted for a reload is recorded until it exists again (`None`: not recorded).
@@ -97,8 +102,16 @@ pub async fn resume(client: &Client, key: &WorkloadKey, owed_jobs: &super::OwedJ
     job::resume(client, key, owed_jobs).await
 }
 
-fn metadata_fragment(w: &WorkloadWrite<'_>) -> Option<Value> {
-    w.applied_hashes.as_ref().map(|h| json!({"annotations": {APPLIED_HASHES: h}}))
+/// The metadata a write sets: the record and, for `evict-pods`/`delete-pods`, the boundary.
+pub(super) fn metadata_fragment(w: &WorkloadWrite<'_>) -> Option<Value> {
+    let mut annotations = serde_json::Map::new();
+    if let Some(hashes) = &w.applied_hashes {
+        annotations.insert(APPLIED_HASHES.to_owned(), json!(hashes));
+    }
+    if let Some(boundary) = &w.restart_pods_before {
+        annotations.insert(RESTART_PODS_CREATED_BEFORE.to_owned(), json!(boundary));
+    }
+    (!annotations.is_empty()).then(|| json!({"annotations": annotations}))
 }
 
 /// The one patch for kinds with a mutable pod template: the hashes record, the template change and, for
@@ -264,6 +277,7 @@ mod tests {
             applied_hashes: Some("{}".into()),
             pause: None,
             restart: false,
+            restart_pods_before: None,
             cronjob_reload: Default::default(),
             owed_jobs: None,
         };

@@ -175,6 +175,18 @@ Jobs/CronJobs/Rollouts/DeploymentConfigs fresh before rewriting them, and writes
   resources: [deploymentconfigs]
   verbs: [get, list, watch, patch]
 {{- end }}
+{{- if or $r.podRestarts (has $r.rolloutStrategy (list "evict-pods" "delete-pods")) }}
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [list, delete]
+- apiGroups: [""]
+  resources: [pods/eviction]
+  verbs: [create]
+{{- /* the selector and replicas are read fresh before each restart */}}
+- apiGroups: [apps]
+  resources: [deployments, daemonsets, statefulsets]
+  verbs: [get]
+{{- end }}
 {{- $presets := dict "knative-service" (list "serving.knative.dev" "services") "kruise-cloneset" (list "apps.kruise.io" "clonesets") "kruise-statefulset" (list "apps.kruise.io" "statefulsets") "kruise-daemonset" (list "apps.kruise.io" "daemonsets") }}
 {{- range $r.workloadKinds }}
 {{- $groupResource := get $presets . }}

@@ -1,0 +1,97 @@
+//! What the `evict-pods` and `delete-pods` strategies (`crate::pod_restarts`) read and write on the workload: the
+//! label selector that finds its pods and the replicas it wants, read fresh as JSON (every kind, configured ones
+//! too); and the boundary annotation, removed once every pod was restarted.
+
+use kube::{
+    Client,
+    api::{ApiResource, DynamicObject, Patch},
+};
+use serde_json::{Value, json};
+
+use super::{
+    WorkloadKey, WorkloadObject,
+    kinds::{self, KindVisitor},
+    write::{get_json, patch_for_generation},
+};
+use crate::constants::annotation::RESTART_PODS_CREATED_BEFORE;
+
+/// How to find a workload's pods.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PodTarget {
+    /// A label selector (`app=web,tier in (a,b)`).
+    pub selector: String,
+    /// `spec.replicas`, when it has one.
+    pub replicas: Option<i64>,
+}
+
+/// The label selector of `spec.selector` (`matchLabels`, `matchExpressions`), else of the pod template's labels
+/// (kinds without a selector: Knative); `None` when neither selects anything.
+pub fn pod_selector(object: &Value, template_pointer: &str) -> Option<String> {
+    let mut terms = Vec::new();
+    let selector = &object["spec"]["selector"];
+    let labels = match selector.get("matchLabels").or_else(|| selector.get("matchExpressions")) {
+        Some(_) => &selector["matchLabels"],
+        None => object.pointer(&format!("{template_pointer}/metadata/labels")).unwrap_or(&Value::Null),
+    };
+    for (k, v) in labels.as_object().into_iter().flatten() {
+        terms.push(format!("{k}={}", v.as_str()?));
+    }
+    for e in selector["matchExpressions"].as_array().into_iter().flatten() {
+        let key = e["key"].as_str()?;
+        let values: Vec<&str> = e["values"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+        terms.push(match e["operator"].as_str()? {
+            "In" => format!("{key} in ({})", values.join(",")),
+            "NotIn" => format!("{key} notin ({})", values.join(",")),
+            "Exists" => key.to_owned(),
+            "DoesNotExist" => format!("!{key}"),
+            _ => return None,
+        });
+    }
+    (!terms.is_empty()).then(|| terms.join(","))
+}
+
+/// Reads the workload's selector and replicas (`Ok(None)`: nothing selects its pods).
+pub async fn pod_target(client: &Client, key: &WorkloadKey) -> Result<Option<PodTarget>, kube::Error> {
+    let (resource, pointer) = kinds::visit(key.kind, Resource);
+    let api = kube::Api::<DynamicObject>::namespaced_with(client.clone(), &key.namespace, &resource);
+    let object = get_json(&api, &key.name).await?;
+    let replicas = object["spec"]["replicas"].as_i64();
+    Ok(pod_selector(&object, pointer).map(|selector| PodTarget { selector, replicas }))
+}
+
+/// Removes the boundary: every pod was restarted.
+pub async fn clear_pod_restart(client: &Client, key: &WorkloadKey) -> Result<(), kube::Error> {
+    let (resource, _) = kinds::visit(key.kind, Resource);
+    let url = <DynamicObject as kube::Resource>::url_path(&resource, Some(&key.namespace));
+    let body = json!({"metadata": {"annotations": {RESTART_PODS_CREATED_BEFORE: null}}});
+    patch_for_generation(client, &url, &key.name, &Patch::Merge(&body)).await.map(|_| ())
+}
+
+/// A kind's API resource and template pointer.
+struct Resource;
+
+impl KindVisitor for Resource {
+    type Output = (ApiResource, &'static str);
+
+    fn visit<K: WorkloadObject>(self) -> Self::Output {
+        (ApiResource::erase::<K>(&()), K::template_pointer())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_selector_reads_match_labels_and_expressions_else_the_template_labels() {
+        let object = json!({"spec": {
+            "selector": {"matchLabels": {"app": "web"}, "matchExpressions": [
+                {"key": "tier", "operator": "In", "values": ["a", "b"]},
+                {"key": "canary", "operator": "DoesNotExist"}]},
+            "template": {"metadata": {"labels": {"app": "web", "extra": "x"}}}}});
+        assert_eq!(pod_selector(&object, "/spec/template").as_deref(), Some("app=web,tier in (a,b),!canary"));
+        let knative = json!({"spec": {"template": {"metadata": {"labels": {"app": "hello"}}}}});
+        assert_eq!(pod_selector(&knative, "/spec/template").as_deref(), Some("app=hello"));
+        assert_eq!(pod_selector(&json!({"spec": {"template": {}}}), "/spec/template"), None);
+    }
+}

@@ -1,0 +1,146 @@
+//! The `evict-pods` and `delete-pods` rollout strategies on the real control plane (issue 29): the template is never
+//! written (an operator that owns it would revert it); the pods created before the change are restarted one at a
+//! time — through the Eviction API, so a PodDisruptionBudget holds them back — and a controller killed mid-way is
+//! followed by one that finishes from what the cluster shows.
+
+mod common;
+
+use std::{
+    collections::BTreeSet,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, AtomicUsize, Ordering},
+    },
+    time::Duration,
+};
+
+use common::*;
+use k8s_openapi::api::{apps::v1::Deployment, core::v1::Pod, policy::v1::PodDisruptionBudget};
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use serde_json::json;
+
+const BOUNDARY: &str = "reloader.stakater.com/restart-pods-created-before";
+const APPLIED: &str = "reloader.stakater.com/applied-hashes";
+
+async fn create_deployment(ns: &TestNamespace, name: &str, replicas: i32, strategy: &str) {
+    let d: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": name, "annotations": {
+            "reloader.stakater.com/auto": "true", "reloader.stakater.com/rollout-strategy": strategy}},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [{"name": "app", "image": "x",
+                "envFrom": [{"configMapRef": {"name": "cfg"}}]}]}}}
+    }))
+    .expect("deployment");
+    ns.api::<Deployment>().create(&PostParams::default(), &d).await.expect("create deployment");
+}
+
+/// Names of the workload's live (not terminating) pods, once `n` of them are Ready.
+async fn ready_pods(ns: &TestNamespace, app: &str, n: usize) -> BTreeSet<String> {
+    wait_for(&format!("{n} Ready pods of {app}"), RELOAD_WAIT, || async {
+        let pods = ns.api::<Pod>().list(&ListParams::default().labels(&format!("app={app}"))).await;
+        let pods = pods.map_err(|e| e.to_string())?.items;
+        let ready: BTreeSet<String> =
+            pods.iter().filter(|p| is_ready(p)).filter_map(|p| p.metadata.name.clone()).collect();
+        if ready.len() == n && pods.len() == n {
+            Ok(ready)
+        } else {
+            Err(format!("{} pods, {} ready", pods.len(), ready.len()))
+        }
+    })
+    .await
+}
+
+fn is_ready(pod: &Pod) -> bool {
+    pod.metadata.deletion_timestamp.is_none()
+        && pod
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .into_iter()
+            .flatten()
+            .any(|c| c.type_ == "Ready" && c.status == "True")
+}
+
+async fn annotations(ns: &TestNamespace, name: &str) -> std::collections::BTreeMap<String, String> {
+    ns.api::<Deployment>().get(name).await.expect("deployment").metadata.annotations.unwrap_or_default()
+}
+
+#[tokio::test]
+async fn evict_pods_restarts_each_pod_once_one_at_a_time_behind_a_pdb_and_finishes_after_a_kill() {
+    let ns = TestNamespace::create("evict-pods").await;
+    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
+    create_deployment(&ns, "web", 3, "evict-pods").await;
+    let pdb: PodDisruptionBudget = serde_json::from_value(json!({
+        "metadata": {"name": "web"}, "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "web"}}}
+    }))
+    .expect("pdb");
+    ns.api::<PodDisruptionBudget>().create(&PostParams::default(), &pdb).await.expect("create pdb");
+    let original = ready_pods(&ns, "web", 3).await;
+    let first = Reloader::start(&ns.name, &[]).await;
+    wait_for("the first-sight record", RELOAD_WAIT, || async {
+        if annotations(&ns, "web").await.contains_key(APPLIED) { Ok(()) } else { Err("no record".to_owned()) }
+    })
+    .await;
+
+    // Sampled throughout: never more than one pod down (terminating, missing or not Ready).
+    let (stop, worst) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicUsize::new(0)));
+    let sampler = {
+        let (stop, worst, api) = (stop.clone(), worst.clone(), ns.api::<Pod>());
+        tokio::spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                if let Ok(list) = api.list(&ListParams::default().labels("app=web")).await {
+                    let ready = list.items.iter().filter(|p| is_ready(p)).count();
+                    worst.fetch_max(3usize.saturating_sub(ready), Ordering::Relaxed);
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+    };
+
+    set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
+    let line = first.wait_log("updated 'web' of type").await;
+    assert!(line.contains("rollout_strategy=evict-pods"), "{line}");
+    // The budget allows no disruption: the eviction waits (never a delete instead).
+    first.wait_log("waits: Cannot evict pod as it would violate the pod's disruption budget").await;
+    let now = annotations(&ns, "web").await;
+    assert!(now.contains_key(BOUNDARY) && now[APPLIED].contains(&configmap_hash(&[("k", "2")])), "{now:?}");
+    assert_eq!(ready_pods(&ns, "web", 3).await, original, "nothing evicted behind the budget");
+
+    let relax = Patch::Merge(json!({"spec": {"maxUnavailable": 1}}));
+    ns.api::<PodDisruptionBudget>().patch("web", &PatchParams::default(), &relax).await.expect("relax pdb");
+    first.wait_log("evicted pod").await;
+    let evicted_before_kill = first.count_log("evicted pod");
+    drop(first);
+
+    let second = Reloader::start(&ns.name, &[]).await;
+    second.wait_log("restarted every pod of Deployment 'web'").await;
+    let after = ready_pods(&ns, "web", 3).await;
+    assert!(after.is_disjoint(&original), "every original pod was restarted: {original:?} → {after:?}");
+    assert_eq!(evicted_before_kill + second.count_log("evicted pod"), 3, "each pod evicted once");
+    assert!(!annotations(&ns, "web").await.contains_key(BOUNDARY), "the boundary is removed when done");
+    stop.store(true, Ordering::Relaxed);
+    sampler.await.expect("sampler");
+    assert!(worst.load(Ordering::Relaxed) <= 1, "{} pods were down at once", worst.load(Ordering::Relaxed));
+    Kind::Deployment.stays_at_revisions(&ns, "web", 1).await;
+    let template = Kind::Deployment.template(&ns, "web").await;
+    let env = template.spec.and_then(|s| s.containers[0].env.clone());
+    assert_eq!(env, None, "the template is never written");
+}
+
+#[tokio::test]
+async fn delete_pods_restarts_the_pods_by_deleting_them() {
+    let ns = TestNamespace::create("delete-pods").await;
+    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
+    create_deployment(&ns, "web", 2, "delete-pods").await;
+    let original = ready_pods(&ns, "web", 2).await;
+    let reloader = Reloader::start(&ns.name, &[]).await;
+    wait_for("the first-sight record", RELOAD_WAIT, || async {
+        if annotations(&ns, "web").await.contains_key(APPLIED) { Ok(()) } else { Err("no record".to_owned()) }
+    })
+    .await;
+    set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
+    reloader.wait_log("restarted every pod of Deployment 'web'").await;
+    assert_eq!(reloader.count_log("deleted pod"), 2);
+    assert!(ready_pods(&ns, "web", 2).await.is_disjoint(&original));
+    Kind::Deployment.stays_at_revisions(&ns, "web", 1).await;
+}
