@@ -1,7 +1,8 @@
 //! Workload kinds added by configuration (`--workload-kind`, issue 29) on the real control plane, with the projects'
 //! real CRDs (tests/crds: OpenKruise v1.8.4's CloneSet, Knative Serving v1.23.0's Service; no controller of theirs
 //! runs, so tests assert on the objects): objects written as users write them reload with both reload
-//! strategies and the restart strategy, and a Knative template that names its revision gets a new name.
+//! strategies and the restart strategy, and a Knative template that names its revision gets a new name; a kind whose
+//! API is not installed holds nothing back.
 
 mod common;
 
@@ -83,7 +84,7 @@ async fn a_kruise_cloneset_reloads_with_env_vars_and_with_the_restart_strategy()
 }
 
 #[tokio::test]
-async fn a_knative_service_reloads_with_annotations_and_a_named_revision_gets_a_new_name() {
+async fn a_knative_service_reloads_with_annotations_and_restart_and_a_named_revision_gets_a_new_name() {
     let ns = TestNamespace::create("kservice").await;
     install_yaml_crd(&ns.client, KNATIVE_SERVICE_CRD).await;
     create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
@@ -103,8 +104,16 @@ async fn a_knative_service_reloads_with_annotations_and_a_named_revision_gets_a_
         }))
         .expect("service")
     };
-    for (name, revision) in [("hello", Some("hello-v1")), ("plain", None)] {
-        api.create(&PostParams::default(), &service(name, revision)).await.expect("create service");
+    for (name, revision) in [("hello", Some("hello-v1")), ("plain", None), ("restarted", Some("restarted-v1"))] {
+        let mut object = service(name, revision);
+        if name == "restarted" {
+            object
+                .metadata
+                .annotations
+                .get_or_insert_default()
+                .insert("reloader.stakater.com/rollout-strategy".into(), "restart".into());
+        }
+        api.create(&PostParams::default(), &object).await.expect("create service");
     }
     let flags = ["--workload-kind=knative-service", "--reload-strategy=annotations"];
     let reloader = Reloader::start(&ns.name, &flags).await;
@@ -125,6 +134,57 @@ async fn a_knative_service_reloads_with_annotations_and_a_named_revision_gets_a_
     assert!(hello["spec"]["template"]["spec"]["containers"][0].get("name").is_none(), "no name is added");
     let plain = wait_object(&api, "plain", "the reload mark", reloaded).await;
     assert!(plain["spec"]["template"]["metadata"].get("name").is_none(), "Knative names unnamed revisions");
-    let line = reloader.wait_log("updated 'hello' of type 'Service'").await;
-    assert!(line.contains("namespace"), "{line}");
+    let restarted = wait_object(&api, "restarted", "kubectl's restart mark", |o| {
+        o.pointer("/spec/template/metadata/annotations/kubectl.kubernetes.io~1restartedAt").is_some()
+    })
+    .await;
+    let revision = restarted["spec"]["template"]["metadata"]["name"].as_str().unwrap_or_default();
+    assert!(revision.starts_with("restarted-") && revision != "restarted-v1", "a new revision name: {revision}");
+    let mark = restarted.pointer("/spec/template/metadata/annotations/reloader.stakater.com~1last-reloaded-from");
+    assert_eq!(mark, None, "restart writes only kubectl's mark");
+    reloader.wait_log("updated 'hello' of type 'Service'").await;
+}
+
+/// The other reload strategy for each: annotations for a CloneSet, env vars for a Knative Service (whose container
+/// has no name).
+#[tokio::test]
+async fn each_configured_kind_reloads_with_the_other_reload_strategy_too() {
+    let ns = TestNamespace::create("configured-strategies").await;
+    install_yaml_crd(&ns.client, CLONESET_CRD).await;
+    install_yaml_crd(&ns.client, KNATIVE_SERVICE_CRD).await;
+    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
+    let env_from = json!([{"configMapRef": {"name": "cfg"}}]);
+    let uses = json!({"containers": [{"name": "app", "image": "nginx", "envFrom": env_from}]});
+    let auto = json!({"reloader.stakater.com/auto": "true"});
+    let clones = create_custom(&ns, &clonesets(), "web", auto.clone(), uses).await;
+    let services: Api<DynamicObject> = Api::namespaced_with(ns.client.clone(), &ns.name, &knative_services());
+    let service = serde_json::from_value::<DynamicObject>(json!({
+        "apiVersion": "serving.knative.dev/v1", "kind": "Service", "metadata": {"name": "hello", "annotations": auto},
+        "spec": {"template": {"spec": {"containers": [{"image": "x", "envFrom": env_from}]}}}
+    }))
+    .expect("service");
+    services.create(&PostParams::default(), &service).await.expect("create service");
+    let v1 = configmap_hash(&[("k", "1")]);
+    let v2 = configmap_hash(&[("k", "2")]);
+
+    let clone_flags = ["--workload-kind=kruise-cloneset", "--reload-strategy=annotations"];
+    let reloader = Reloader::start(&ns.name, &clone_flags).await;
+    wait_object(&clones, "web", "first-sight record", |o| recorded(o, &v1)).await;
+    set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
+    wait_object(&clones, "web", "the reload mark", |o| {
+        let mark = o.pointer("/spec/template/metadata/annotations/reloader.stakater.com~1last-reloaded-from");
+        mark.and_then(Value::as_str).is_some_and(|m| m.contains(&v2))
+    })
+    .await;
+    drop(reloader);
+
+    let _reloader = Reloader::start(&ns.name, &["--workload-kind=knative-service"]).await;
+    wait_object(&services, "hello", "first-sight record", |o| recorded(o, &v2)).await;
+    set_configmap_data(&ns, "cfg", &[("k", "3")]).await;
+    let v3 = configmap_hash(&[("k", "3")]);
+    let hello = wait_object(&services, "hello", "the new hash in the unnamed container", |o| {
+        env_of(o, "STAKATER_CFG_CONFIGMAP").as_deref() == Some(v3.as_str())
+    })
+    .await;
+    assert!(hello["spec"]["template"]["spec"]["containers"][0].get("name").is_none(), "no name is added");
 }
