@@ -170,6 +170,9 @@ pub struct Selection {
     pub search: Option<String>,
     /// Compiled named-list entries (invalid ones are left out and reported in [`WorkloadAnnotations::problems`]).
     pub named: Vec<NamedPattern>,
+    /// Named-list entries `<namespace>/<name>` (ours, issue 29): a resource in another namespace, the name part an
+    /// anchored regex as above. Acted on only with `--allow-cross-namespace-references`.
+    pub remote: Vec<(String, NamedPattern)>,
     /// Exclude-list entries; always from workload metadata (upstream v1).
     pub exclude: Vec<String>,
 }
@@ -210,6 +213,7 @@ impl WorkloadAnnotations {
                 typed_auto: source.get(&keys.typed_auto[i]).cloned(),
                 search: source.get(&keys.search).cloned(),
                 named: named_value.map(|v| compile_named(&keys.named[i], v, &mut problems)).unwrap_or_default(),
+                remote: named_value.map(|v| compile_remote(&keys.named[i], v, &mut problems)).unwrap_or_default(),
                 exclude: metadata
                     .get(&keys.exclude[i])
                     .map(|v| split_list(v).map(str::to_owned).collect())
@@ -260,6 +264,21 @@ impl WorkloadAnnotations {
             .flat_map(|k| self.for_kind(k).named.iter().filter_map(move |p| Some((k, p.exact()?))))
     }
 
+    /// The `<namespace>/<name>` entries that are plain names: (kind, namespace, name).
+    pub fn remote_exactly(&self) -> impl Iterator<Item = (ConfigKind, &str, &str)> {
+        ConfigKind::ALL.into_iter().flat_map(move |k| {
+            self.for_kind(k).remote.iter().filter_map(move |(ns, p)| Some((k, ns.as_str(), p.exact()?)))
+        })
+    }
+
+    /// The namespaces of `<namespace>/<regex>` entries (matched against that namespace's resources).
+    pub fn remote_pattern_namespaces(&self) -> impl Iterator<Item = &str> {
+        let entries = self.selection.iter().flat_map(|s| s.remote.iter());
+        let namespaces: std::collections::BTreeSet<&str> =
+            entries.filter(|(_, p)| p.exact().is_none()).map(|(ns, _)| ns.as_str()).collect();
+        namespaces.into_iter()
+    }
+
     /// True when a kind's named list has a regex entry: it is matched against the names of the namespace's
     /// resources of that kind.
     pub fn has_pattern_list(&self) -> bool {
@@ -295,21 +314,46 @@ pub fn split_list(value: &str) -> impl Iterator<Item = &str> {
     value.split(',').map(str::trim).filter(|e| !e.is_empty())
 }
 
-fn compile_named(key: &str, value: &str, problems: &mut Vec<WorkloadProblem>) -> Vec<NamedPattern> {
-    let mut out = Vec::new();
-    for entry in split_list(value) {
-        match NamedPattern::new(entry) {
-            Ok(pattern) => out.push(pattern),
+/// The namespace of a `<namespace>/<name>` entry: its part before the first `/` when that is a namespace name
+/// (a regex such as `[^/]+` is not one, and stays a plain entry).
+fn remote_namespace(entry: &str) -> Option<(&str, &str)> {
+    let (namespace, name) = entry.split_once('/')?;
+    let label = |s: &str| {
+        !s.is_empty()
+            && s.len() <= 63
+            && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+            && !s.starts_with('-')
+            && !s.ends_with('-')
+    };
+    label(namespace).then_some((namespace, name))
+}
+
+/// The `<namespace>/<name>` entries of a named list.
+fn compile_remote(key: &str, value: &str, problems: &mut Vec<WorkloadProblem>) -> Vec<(String, NamedPattern)> {
+    let remote = split_list(value).filter_map(remote_namespace);
+    remote.filter_map(|(ns, name)| compile_entry(key, value, name, problems).map(|p| (ns.to_owned(), p))).collect()
+}
+
+fn compile_entry(key: &str, value: &str, entry: &str, problems: &mut Vec<WorkloadProblem>) -> Option<NamedPattern> {
+    NamedPattern::new(entry)
+        .map_err(|e| {
             // upstream v1: the entry is skipped and reported; the other entries still apply.
-            Err(e) => problems.push(WorkloadProblem {
+            problems.push(WorkloadProblem {
                 key: key.to_owned(),
                 value: value.to_owned(),
                 message: format!(
                     "invalid regex {entry:?} in reload annotation {key:?}; entry skipped: {}",
                     e.to_string().lines().last().unwrap_or_default().trim()
                 ),
-            }),
-        }
+            });
+        })
+        .ok()
+}
+
+fn compile_named(key: &str, value: &str, problems: &mut Vec<WorkloadProblem>) -> Vec<NamedPattern> {
+    let mut out = Vec::new();
+    for entry in split_list(value).filter(|e| remote_namespace(e).is_none()) {
+        out.extend(compile_entry(key, value, entry, problems));
     }
     out
 }

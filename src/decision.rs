@@ -17,6 +17,8 @@ use crate::{
 pub struct ResourceFacts<'a> {
     /// Kind.
     pub kind: ConfigKind,
+    /// Namespace.
+    pub namespace: &'a str,
     /// Name.
     pub name: &'a str,
     /// `ignore` annotation is exactly `"true"`.
@@ -28,6 +30,8 @@ pub struct ResourceFacts<'a> {
 /// The facts about a workload that decisions need.
 #[derive(Clone, Copy, Debug)]
 pub struct WorkloadFacts<'a> {
+    /// Its namespace.
+    pub namespace: &'a str,
     /// Its selecting annotations for the resource's kind.
     pub selection: &'a Selection,
     /// Resources its pod spec uses.
@@ -48,6 +52,9 @@ pub struct DecisionSettings {
     pub keys_used: bool,
     /// What the workload's namespace says (`--namespace-rules`); set per workload by the index.
     pub namespace: NamespaceRules,
+    /// `--allow-cross-namespace-references`: a `<namespace>/<name>` entry of a named list selects a resource of
+    /// another namespace.
+    pub cross_namespace: bool,
 }
 
 /// A Namespace's annotations for every workload in it (ours, issue 29; upstream stakater/Reloader#274), each
@@ -124,6 +131,8 @@ pub enum SkipReason {
     NotSelected,
     /// The workload has no containers.
     NoContainer,
+    /// A `<namespace>/<name>` entry names it, from another namespace, without `--allow-cross-namespace-references`.
+    CrossNamespaceRefused,
 }
 
 impl fmt::Display for SkipReason {
@@ -136,6 +145,9 @@ impl fmt::Display for SkipReason {
             Self::NotReferenced => "not referenced: auto/search mode needs the pod spec to use the resource",
             Self::NotSelected => "no matching annotation",
             Self::NoContainer => "workload has no containers",
+            Self::CrossNamespaceRefused => {
+                "cross-namespace reference refused: the controller runs without --allow-cross-namespace-references"
+            }
         })
     }
 }
@@ -165,15 +177,30 @@ pub fn decide(
         None if settings.namespace.ignore => return Skip(SkipReason::NamespaceIgnored),
         _ => {}
     }
+    let remote = s.remote.iter().find(|(ns, p)| ns == resource.namespace && p.matches(resource.name));
+    if resource.namespace != workload.namespace {
+        // Only a `<namespace>/<name>` entry selects a resource of another namespace: a pod spec cannot use one.
+        let Some((ns, p)) = remote else { return Skip(SkipReason::NotSelected) };
+        if !settings.cross_namespace {
+            return Skip(SkipReason::CrossNamespaceRefused);
+        }
+        let pattern = format!("{ns}/{}", p.text);
+        return match workload.first_container {
+            Some(c) => Reload { container: c.to_owned(), reason: ReloadReason::NamedList { pattern } },
+            None => Skip(SkipReason::NoContainer),
+        };
+    }
     if s.exclude.iter().any(|e| e == resource.name) {
         return Skip(SkipReason::Excluded);
     }
     let used = workload.uses.iter().find(|u| u.kind == resource.kind && u.name == resource.name);
-    // Named list: reload even when the pod spec does not use the resource (then into the first container).
-    if let Some(p) = s.named.iter().find(|p| p.matches(resource.name)) {
+    // Named list: reload even when the pod spec does not use the resource (then into the first container). An
+    // entry naming the workload's own namespace (`<own>/<name>`) is a plain one.
+    let named = s.named.iter().find(|p| p.matches(resource.name)).map(|p| p.text.clone());
+    if let Some(pattern) = named.or_else(|| remote.map(|(ns, p)| format!("{ns}/{}", p.text))) {
         let container = used.map(|u| u.container.as_str()).or(workload.first_container);
         return match container {
-            Some(c) => Reload { container: c.to_owned(), reason: ReloadReason::NamedList { pattern: p.text.clone() } },
+            Some(c) => Reload { container: c.to_owned(), reason: ReloadReason::NamedList { pattern } },
             None => Skip(SkipReason::NoContainer),
         };
     }
@@ -225,8 +252,14 @@ mod tests {
 
     fn run(meta: &[(&str, &str)], uses: &[ConfigUse], res: (&str, bool, bool), all: bool) -> ReloadDecision {
         let a = annotations(meta);
-        let w = WorkloadFacts { selection: a.for_kind(CM), uses, first_container: Some("first"), ignore: a.ignore };
-        let r = ResourceFacts { kind: CM, name: res.0, ignored: res.1, matched: res.2 };
+        let w = WorkloadFacts {
+            namespace: "ns",
+            selection: a.for_kind(CM),
+            uses,
+            first_container: Some("first"),
+            ignore: a.ignore,
+        };
+        let r = ResourceFacts { kind: CM, namespace: "ns", name: res.0, ignored: res.1, matched: res.2 };
         decide(&w, &r, DecisionSettings { auto_reload_all: all, ..DecisionSettings::default() })
     }
 
@@ -360,8 +393,9 @@ mod tests {
         let uses = [used("cm", "app", Via::Volume)];
         let decide_in = |meta: &[(&str, &str)], rules: NamespaceRules| {
             let a = annotations(meta);
-            let w = WorkloadFacts { selection: a.for_kind(CM), uses: &uses, first_container: None, ignore: a.ignore };
-            let r = ResourceFacts { kind: CM, name: "cm", ignored: false, matched: false };
+            let selection = a.for_kind(CM);
+            let w = WorkloadFacts { namespace: "ns", selection, uses: &uses, first_container: None, ignore: a.ignore };
+            let r = ResourceFacts { kind: CM, namespace: "ns", name: "cm", ignored: false, matched: false };
             decide(&w, &r, DecisionSettings { namespace: rules, ..DecisionSettings::default() })
         };
         let auto = NamespaceRules { auto: true, ..NamespaceRules::default() };

@@ -210,6 +210,14 @@ pub struct Args {
           default_value = "false", default_missing_value = "true", action = ArgAction::Set)]
     pub namespace_reload_windows: bool,
 
+    /// A named-list entry `<namespace>/<name>` (`configmap.reloader.stakater.com/reload: "istio-system/stable-tag"`)
+    /// reloads the workload when that resource of another namespace changes. Off by default: it lets a tenant make
+    /// another namespace's resource drive its rollouts. The namespace must be watched (`--namespaces`,
+    /// `--namespace-selector`, `--namespaces-to-ignore` apply to it as to any resource).
+    #[arg(long, env = "RELOADER_ALLOW_CROSS_NAMESPACE_REFERENCES", value_parser = parse_bool, num_args = 0..=1,
+          default_value = "false", default_missing_value = "true", action = ArgAction::Set)]
+    pub allow_cross_namespace_references: bool,
+
     /// Read `reloader.stakater.com/auto`, `…/ignore` and `…/pause` from namespaces (needs `list`/`watch` on
     /// namespaces): each applies to every workload in the namespace that has no value of its own.
     #[arg(long, env = "RELOADER_NAMESPACE_RULES", value_parser = parse_bool, num_args = 0..=1,

@@ -60,7 +60,8 @@ impl Observer {
         tokio::spawn(async move {
             let mut lists = Vec::new();
             for (id, kind) in kinds {
-                let listed = list_summaries(&client, kind, &key.namespace, &keys).await.map_err(|e| e.to_string());
+                let listed =
+                    list_summaries(&client, kind, Some(&key.namespace), &keys).await.map_err(|e| e.to_string());
                 lists.push((id, listed));
             }
             let _ = tx.unbounded_send(Observed::FallbackListed { config: key, lists });

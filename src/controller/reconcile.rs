@@ -455,7 +455,8 @@ fn stepped_down(ctx: &Context, key: &WorkloadKey, triggered: Trigger) -> bool {
 fn template_change(r: &PlannedReload) -> TemplateChange {
     TemplateChange {
         kind: r.config.kind,
-        name: r.config.name.clone(),
+        // `<namespace>/<name>` for a resource of another namespace: its own `STAKATER_*` variable.
+        name: r.pair.1.clone(),
         namespace: r.config.namespace.to_string(),
         hash: r.value,
         container: r.container.clone(),

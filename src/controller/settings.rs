@@ -173,6 +173,7 @@ impl Settings {
                 auto_reload_all: args.auto_reload_all,
                 keys_used: args.reload_on == crate::annotations::RELOAD_ON_KEYS_USED,
                 namespace: Default::default(),
+                cross_namespace: args.allow_cross_namespace_references,
             },
             workers: usize::from(args.workers),
             max_backoff: args.max_retry_backoff,

@@ -222,7 +222,10 @@ pub fn explain(
     for (config, facts) in sorted {
         let used = summary.uses.iter().any(|u| u.kind == config.kind && u.name == config.name);
         let keys = keys_read(summary, config, settings);
-        let verdict = Verdict::new(config.kind, &config.name, decide_pair(summary, config, facts, settings), keys);
+        // A resource of another namespace (a cross-namespace reference) is named as the workload's records name it.
+        let shown = crate::index::pair_of(&key.namespace, config).1;
+        let decision = decide_pair(&key.namespace, summary, config, facts, settings);
+        let verdict = Verdict::new(config.kind, &shown, decision, keys);
         if verdict.reloads || used {
             resources.push(verdict);
         }

@@ -77,12 +77,36 @@ pub async fn workload(
         let read = (secret_facts as FactsFn<Secret>, secret_views as ViewsFn<Secret>);
         list_facts(client, namespace, &params, keys, read, &wanted, (&mut configs, &mut views)).await?;
     }
+    // `<namespace>/<name>` entries: the resources they name in other namespaces, allowed or refused.
+    let remote: std::collections::BTreeSet<(ConfigKind, &str)> = ConfigKind::ALL
+        .into_iter()
+        .filter(|k| watched.contains(k))
+        .flat_map(|k| summary.annotations.for_kind(k).remote.iter().map(move |(ns, _)| (k, ns.as_str())))
+        .filter(|(_, ns)| *ns != namespace)
+        .collect();
+    for (kind, remote_ns) in remote {
+        let mut found = Vec::new();
+        let out = (&mut found, &mut Vec::new());
+        match kind {
+            ConfigKind::ConfigMap => {
+                let read = (configmap_facts as FactsFn<ConfigMap>, configmap_views as ViewsFn<ConfigMap>);
+                list_facts(client, remote_ns, &params, keys, read, &[], out).await?;
+            }
+            _ => {
+                let read = (secret_facts as FactsFn<Secret>, secret_views as ViewsFn<Secret>);
+                list_facts(client, remote_ns, &params, keys, read, &[], out).await?;
+            }
+        }
+        let entries = &summary.annotations.for_kind(kind).remote;
+        let named = |c: &ConfigKey| entries.iter().any(|(ns, p)| *ns == *c.namespace && p.matches(&c.name));
+        configs.extend(found.into_iter().filter(|(c, _)| c.kind == kind && named(c)));
+    }
     let namespace_inactive = namespace_inactive(client, namespace, settings).await?;
     let start = if settings.sync_after_restart { Baseline::Stale } else { Baseline::Current };
     let hash_key = settings.hash_key.as_ref();
     // Rollout gates (issue 17): the workloads the same changes roll, for waves and the health gate.
     let gated = !summary.annotations.gates.is_default() || settings.halt_on_failed_rollout;
-    let peers = if gated { list_workloads(client, namespace, settings).await?.0 } else { Vec::new() };
+    let peers = if gated { list_workloads(client, Some(namespace), settings).await?.0 } else { Vec::new() };
     let gates = GateFacts {
         peers: &peers,
         halt_default: settings.halt_on_failed_rollout,
@@ -124,7 +148,16 @@ pub async fn dependents(
         }
     };
     let preview = new_content.map(|new| preview::diff(&current.unwrap_or_default(), new));
-    let (workloads, unwatched, unreadable) = list_workloads(client, namespace, settings).await?;
+    let (mut workloads, unwatched, unreadable) = list_workloads(client, Some(namespace), settings).await?;
+    if settings.decisions.cross_namespace {
+        // Workloads of other namespaces that name it `<namespace>/<name>` (every namespace is listed: a one-off).
+        let (everywhere, _, _) = list_workloads(client, None, settings).await?;
+        let names_it = |(k, s): &(WorkloadKey, WorkloadSummary)| {
+            *k.namespace != *namespace
+                && s.annotations.for_kind(kind).remote.iter().any(|(ns, p)| ns == namespace && p.matches(&name))
+        };
+        workloads.extend(everywhere.into_iter().filter(names_it));
+    }
     let around = Surroundings {
         not_watched: not_watched(client, &config, facts.is_some(), settings).await?,
         facts,
@@ -148,11 +181,11 @@ type Listed = (Vec<(WorkloadKey, WorkloadSummary)>, Vec<WorkloadKind>, Vec<Workl
 
 /// The namespace's workloads of the kinds the controller watches, the kinds it does not watch, and the kinds the
 /// caller's credentials may not list (one forbidden kind does not withhold the answer for the others).
-async fn list_workloads(client: &Client, namespace: &str, settings: &Settings) -> Result<Listed, ExplainError> {
+async fn list_workloads(client: &Client, namespace: Option<&str>, settings: &Settings) -> Result<Listed, ExplainError> {
     let mut workloads = Vec::new();
     let mut unwatched = Vec::new();
     let mut unreadable = Vec::new();
-    for kind in WorkloadKind::ALL {
+    for kind in WorkloadKind::all() {
         if !settings.watch.sources.contains(&Source::Workload(kind)) && !optional_on(settings, Source::Workload(kind)) {
             unwatched.push(kind);
             continue;
@@ -161,8 +194,7 @@ async fn list_workloads(client: &Client, namespace: &str, settings: &Settings) -
         match found {
             Ok(found) => workloads.extend(found),
             // An optional kind whose API is not served here has no workloads to explain.
-            Err(kube::Error::Api(s))
-                if s.code == 404 && matches!(kind, WorkloadKind::Rollout | WorkloadKind::DeploymentConfig) => {}
+            Err(kube::Error::Api(s)) if s.code == 404 && kind.served_by_crd() => {}
             Err(kube::Error::Api(s)) if s.code == 403 => unreadable.push(kind),
             Err(source) => return Err(ExplainError::Api { what: format!("listing {kind}s"), source }),
         }

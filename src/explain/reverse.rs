@@ -89,8 +89,10 @@ pub fn explain_dependents(
     workloads.sort_by(|a, b| (a.0.kind, &a.0.name).cmp(&(b.0.kind, &b.0.name)));
     for (key, summary) in workloads {
         let used = summary.uses.iter().any(|u| u.kind == config.kind && u.name == config.name);
-        let named = summary.annotations.for_kind(config.kind).named.iter().any(|p| p.matches(&config.name));
-        let decision = decide_pair(summary, config, &facts, settings);
+        let selection = summary.annotations.for_kind(config.kind);
+        let named = selection.named.iter().any(|p| p.matches(&config.name))
+            || selection.remote.iter().any(|(ns, p)| **ns == *config.namespace && p.matches(&config.name));
+        let decision = decide_pair(&key.namespace, summary, config, &facts, settings);
         let rolls = matches!(decision, ReloadDecision::Reload { .. });
         let keys = keys_read(summary, config, settings);
         // Key-level: a proposed content that changes none of the keys it reads does not roll it.
@@ -98,7 +100,12 @@ pub fn explain_dependents(
             (Some(read), Some(change)) => !change.keys().any(|k| read.contains(k)),
             _ => false,
         };
-        let mut verdict = Verdict::new(key.kind, &key.name, decision, keys);
+        // A workload of another namespace (a cross-namespace reference) is named with its namespace.
+        let shown = match *key.namespace == *config.namespace {
+            true => key.name.clone(),
+            false => format!("{}/{}", key.namespace, key.name),
+        };
+        let mut verdict = Verdict::new(key.kind, &shown, decision, keys);
         if rolls && unchanged {
             verdict = Verdict { reloads: false, reason: UNCHANGED.to_owned(), container: None, keys: None, ..verdict };
             would_not_roll.push(verdict);

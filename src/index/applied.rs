@@ -44,7 +44,7 @@ impl Unechoed {
     /// clear it.
     pub(super) fn wrote(&mut self, summary: &WorkloadSummary, plan: &WorkloadPlan) {
         for r in &plan.reloads {
-            let pair = (r.config.kind, r.config.name.clone());
+            let pair = r.pair.clone();
             if template_record(summary, &pair, None) != Some(r.value) {
                 self.template.insert(pair, r.value);
             }

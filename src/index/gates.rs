@@ -93,16 +93,16 @@ impl Index {
                     .filter_map(|w| {
                         let state = self.workloads.get(&w)?;
                         let settings = self.with_namespace_rules(&w.namespace, settings);
-                        let decision = decide_pair(&state.summary, &r.config, facts, settings);
+                        let decision = decide_pair(&w.namespace, &state.summary, &r.config, facts, settings);
                         // A peer whose write of this content was rejected for good (an admission denial) will never
                         // run it: it must not hold a wave back.
-                        let pair = (r.config.kind, r.config.name.clone());
+                        let pair = super::pair_of(&w.namespace, &r.config);
                         let rejected = state.rejected.as_ref().is_some_and(|set| set.contains(&(pair, facts.hash)));
                         if !matches!(decision, ReloadDecision::Reload { .. }) || rejected {
                             return None;
                         }
                         let rollout = if timed_out(&w) { RolloutState::Failed } else { state.summary.rollout };
-                        let runs_current = self.runs_current(state, &r.config);
+                        let runs_current = self.runs_current(&w.namespace, state, &r.config);
                         Some(Peer { wave: state.summary.annotations.gates.wave, rollout, runs_current, key: w })
                     })
                     .collect();
@@ -114,11 +114,11 @@ impl Index {
 
     /// Whether a workload was last rolled (or recorded) with `config`'s current content, as a plan compares it.
     /// Nothing known counts as current: a workload the index knows nothing about must not block a wave.
-    fn runs_current(&self, state: &WorkloadState, config: &ConfigKey) -> bool {
+    fn runs_current(&self, namespace: &str, state: &WorkloadState, config: &ConfigKey) -> bool {
         let Some(facts) = self.configs.get(config).map(|e| &e.facts) else { return true };
         let reading = self.reading(state, config, facts);
         let forms = self.current_forms(state, config, facts, &reading);
-        applied::applied(state, &(config.kind, config.name.clone()), None).is_none_or(|h| forms.contains(h))
+        applied::applied(state, &super::pair_of(namespace, config), None).is_none_or(|h| forms.contains(h))
     }
 }
 

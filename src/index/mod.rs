@@ -97,6 +97,25 @@ impl Baseline {
 
 type Pair = (ConfigKind, String);
 
+/// A resource as a workload in `namespace` names it in its records: its name, or `<namespace>/<name>` for one in
+/// another namespace (a cross-namespace reference; names cannot contain `/`). The `STAKATER_*` variable is named
+/// from it too, so a local and a remote resource of one name never share one.
+pub fn pair_of(namespace: &str, config: &ConfigKey) -> Pair {
+    if &*config.namespace == namespace {
+        (config.kind, config.name.clone())
+    } else {
+        (config.kind, format!("{}/{}", config.namespace, config.name))
+    }
+}
+
+/// The resource a workload in `namespace` names by `pair` ([`pair_of`]'s inverse).
+fn config_of(namespace: &Arc<str>, (kind, name): &Pair) -> ConfigKey {
+    match name.split_once('/') {
+        Some((ns, name)) => ConfigKey { kind: *kind, namespace: ns.into(), name: name.to_owned() },
+        None => ConfigKey { kind: *kind, namespace: namespace.clone(), name: name.clone() },
+    }
+}
+
 /// How many deleted Secrets' sealed record values are kept (about 100 bytes each).
 const DEPARTED_LIMIT: usize = 4096;
 

@@ -22,6 +22,8 @@ use crate::{
 pub struct PlannedReload {
     /// The resource.
     pub config: ConfigKey,
+    /// How the workload's records name it (`super::pair_of`: `<namespace>/<name>` from another namespace).
+    pub pair: Pair,
     /// Its current hash (upstream's delete marker when it was deleted).
     pub hash: ContentHash,
     /// What the template gets for it: `hash`, or for a Secret with `--hash-key-secret` the keyed digest of it.
@@ -64,19 +66,26 @@ impl WorkloadPlan {
 
 /// The decision for one workload (as indexed) and one resource (as indexed).
 pub fn decide_pair(
+    workload_namespace: &str,
     summary: &WorkloadSummary,
     config: &ConfigKey,
     facts: &ConfigFacts,
     settings: DecisionSettings,
 ) -> ReloadDecision {
     let workload = WorkloadFacts {
+        namespace: workload_namespace,
         selection: summary.annotations.for_kind(config.kind),
         uses: &summary.uses,
         first_container: summary.first_container.as_deref(),
         ignore: summary.annotations.ignore,
     };
-    let resource =
-        ResourceFacts { kind: config.kind, name: &config.name, ignored: facts.ignored, matched: facts.matched };
+    let resource = ResourceFacts {
+        kind: config.kind,
+        namespace: &config.namespace,
+        name: &config.name,
+        ignored: facts.ignored,
+        matched: facts.matched,
+    };
     decide(&workload, &resource, settings)
 }
 
@@ -94,8 +103,8 @@ impl Index {
         for config in configs {
             let Some(facts) = self.configs.get(&config).map(|e| &e.facts) else { continue };
             let s = &state.summary;
-            let pair = (config.kind, config.name.clone());
-            match decide_pair(s, &config, facts, settings) {
+            let pair = super::pair_of(&key.namespace, &config);
+            match decide_pair(&key.namespace, s, &config, facts, settings) {
                 ReloadDecision::Skip(SkipReason::NoContainer) => {}
                 ReloadDecision::Skip(_) => {
                     // Opted out (resource ignored, workload excluded, `auto: "false"`…): a change made now is
@@ -150,6 +159,7 @@ impl Index {
                             }),
                         };
                         reloads.push(PlannedReload {
+                            pair: pair.clone(),
                             config,
                             hash,
                             value: keyed.unwrap_or(hash),
@@ -168,7 +178,7 @@ impl Index {
         // Resources of a kind whose stream has not listed (yet, or at all: forbidden) are not all known: keep
         // what the object records for them rather than erase it.
         for (pair, hash) in on_object {
-            if !self.config_kind_listed(pair.0, &key.namespace) {
+            if !self.config_kind_listed(pair.0, &super::config_of(&key.namespace, pair).namespace) {
                 record.entry(pair.clone()).or_insert(*hash);
             }
         }
@@ -192,7 +202,7 @@ impl Index {
             state.rejected = None;
             state.unechoed.wrote(&state.summary, plan);
             for r in &plan.reloads {
-                state.baselines.insert((r.config.kind, r.config.name.clone()), r.hash);
+                state.baselines.insert(r.pair.clone(), r.hash);
             }
         }
     }
@@ -230,5 +240,5 @@ fn within_budget(
 
 /// The resources and hashes a plan reloads for (what a rejection is remembered by).
 pub(super) fn reload_set(plan: &WorkloadPlan) -> Vec<(Pair, ContentHash)> {
-    plan.reloads.iter().map(|r| ((r.config.kind, r.config.name.clone()), r.hash)).collect()
+    plan.reloads.iter().map(|r| (r.pair.clone(), r.hash)).collect()
 }

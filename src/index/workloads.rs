@@ -46,13 +46,17 @@ pub(super) struct WorkloadState {
 
 impl Index {
     /// Workloads that may reload when `key` changes: those referencing or naming it, and those with a regex in a
-    /// named list that matches its name.
+    /// named list that matches its name (from its namespace, or from another through `<namespace>/<regex>`).
     pub fn candidates(&self, key: &ConfigKey) -> Vec<WorkloadKey> {
         let mut out: BTreeSet<WorkloadKey> =
             self.referenced_by.get(key).into_iter().flat_map(|r| r.iter()).cloned().collect();
         for w in self.with_named_lists.get(&key.namespace).into_iter().flatten() {
-            let named = self.workloads.get(w).map(|s| &s.summary.annotations.for_kind(key.kind).named);
-            if named.is_some_and(|n| n.iter().any(|p| p.matches(&key.name))) {
+            let selection = self.workloads.get(w).map(|s| s.summary.annotations.for_kind(key.kind));
+            let matches = selection.is_some_and(|s| {
+                let local = w.namespace == key.namespace && s.named.iter().any(|p| p.matches(&key.name));
+                local || s.remote.iter().any(|(ns, p)| **ns == *key.namespace && p.matches(&key.name))
+            });
+            if matches {
                 out.insert(w.clone());
             }
         }
@@ -103,22 +107,21 @@ impl Index {
         for ck in named_or_used(&key, &summary) {
             self.referenced_by.entry(ck).or_default().insert(key.clone());
         }
-        if summary.annotations.has_pattern_list() {
-            self.with_named_lists.entry(key.namespace.clone()).or_default().insert(key.clone());
+        for namespace in pattern_namespaces(&key, &summary) {
+            self.with_named_lists.entry(namespace).or_default().insert(key.clone());
         }
         let candidates = self.candidate_configs(&key, &summary);
         // Only what a plan reads is kept: names a workload no longer uses or matches (kustomize's hash-suffixed
         // names, a named list's past matches) would otherwise pile up (issue 27, finding 6).
-        let candidate = |(kind, name): &Pair| {
-            candidates.contains(&ConfigKey { kind: *kind, namespace: key.namespace.clone(), name: name.clone() })
-        };
+        let candidate = |pair: &Pair| candidates.contains(&super::config_of(&key.namespace, pair));
         baselines.retain(|pair, _| candidate(pair));
         unechoed.retain(candidate);
         for config in candidates {
             if let Some(f) = self.configs.get(&config).map(|e| &e.facts) {
-                let has_record = applied::has_record(&summary, &(config.kind, config.name.clone()));
+                let pair = super::pair_of(&key.namespace, &config);
+                let has_record = applied::has_record(&summary, &pair);
                 let value = if has_record { f.hash } else { baseline.hash(f.hash) };
-                baselines.entry((config.kind, config.name)).or_insert(value);
+                baselines.entry(pair).or_insert(value);
             }
         }
         let partial_uses = old_summary.iter().flat_map(|o| &o.uses).chain(&summary.uses).filter(|u| u.keys.is_some());
@@ -143,10 +146,12 @@ impl Index {
                 }
             }
         }
-        if let Some(set) = self.with_named_lists.get_mut(&key.namespace) {
-            set.remove(key);
-            if set.is_empty() {
-                self.with_named_lists.remove(&key.namespace);
+        for namespace in pattern_namespaces(key, &state.summary) {
+            if let Some(set) = self.with_named_lists.get_mut(&namespace) {
+                set.remove(key);
+                if set.is_empty() {
+                    self.with_named_lists.remove(&namespace);
+                }
             }
         }
         Some(state)
@@ -155,8 +160,8 @@ impl Index {
     /// Forgets the pair of a resource that is gone for good from what the workloads that may use it assumed or
     /// wrote (a plan reads them only for resources that exist).
     pub(super) fn forget_pair(&mut self, config: &ConfigKey) {
-        let pair = (config.kind, config.name.clone());
         for w in self.candidates(config) {
+            let pair = super::pair_of(&w.namespace, config);
             if let Some(state) = self.workloads.get_mut(&w) {
                 state.baselines.remove(&pair);
                 state.unechoed.forget(&pair);
@@ -168,7 +173,7 @@ impl Index {
     /// controller could not see it for): the next plan reloads it if it selects `config` and has no record.
     pub fn mark_unapplied(&mut self, key: &WorkloadKey, config: &ConfigKey) {
         if let Some(state) = self.workloads.get_mut(key) {
-            state.baselines.insert((config.kind, config.name.clone()), ContentHash::NONE);
+            state.baselines.insert(super::pair_of(&key.namespace, config), ContentHash::NONE);
         }
     }
 
@@ -263,6 +268,13 @@ impl Index {
             });
             out.extend(matched.cloned());
         }
+        for namespace in named.remote_pattern_namespaces() {
+            let matched = self.configs.keys_in(namespace).filter(|c| {
+                let remote = &named.for_kind(c.kind).remote;
+                remote.iter().any(|(ns, p)| p.exact().is_none() && ns == namespace && p.matches(&c.name))
+            });
+            out.extend(matched.cloned());
+        }
         out
     }
 }
@@ -277,11 +289,26 @@ fn used<'a>(key: &'a WorkloadKey, summary: &'a WorkloadSummary) -> impl Iterator
     summary.uses.iter().map(|u| ConfigKey { kind: u.kind, namespace: key.namespace.clone(), name: u.name.clone() })
 }
 
-/// The resources its named lists of plain names name (lists with a regex entry are matched instead).
+/// The resources its named lists of plain names name (lists with a regex entry are matched instead), and the
+/// plain `<namespace>/<name>` entries.
 fn exactly_named<'a>(key: &'a WorkloadKey, summary: &'a WorkloadSummary) -> impl Iterator<Item = ConfigKey> + 'a {
-    summary.annotations.named_exactly().map(|(kind, name)| ConfigKey {
+    let local = summary.annotations.named_exactly().map(|(kind, name)| ConfigKey {
         kind,
         namespace: key.namespace.clone(),
         name: name.to_owned(),
-    })
+    });
+    let remote = summary.annotations.remote_exactly().map(|(kind, namespace, name)| ConfigKey {
+        kind,
+        namespace: namespace.into(),
+        name: name.to_owned(),
+    });
+    local.chain(remote)
+}
+
+/// The namespaces whose resources a workload's regex entries are matched against (`with_named_lists`): its own
+/// when a named list has one, and those of `<namespace>/<regex>` entries.
+fn pattern_namespaces(key: &WorkloadKey, summary: &WorkloadSummary) -> BTreeSet<std::sync::Arc<str>> {
+    let annotations = &summary.annotations;
+    let own = annotations.has_pattern_list().then(|| key.namespace.clone());
+    own.into_iter().chain(annotations.remote_pattern_namespaces().map(std::sync::Arc::from)).collect()
 }

@@ -12,11 +12,11 @@ use super::{
 };
 use crate::annotations::AnnotationKeys;
 
-/// Every workload of `kind` in `namespace`, summarised.
+/// Every workload of `kind` in `namespace` (`None`: in every namespace), summarised.
 pub async fn list_summaries(
     client: &Client,
     kind: WorkloadKind,
-    namespace: &str,
+    namespace: Option<&str>,
     keys: &AnnotationKeys,
 ) -> Result<Vec<(WorkloadKey, WorkloadSummary)>, kube::Error> {
     kinds::visit(kind, List { client, namespace, keys }).await
@@ -25,7 +25,7 @@ pub async fn list_summaries(
 /// [`list_summaries`] for one kind's type.
 struct List<'a> {
     client: &'a Client,
-    namespace: &'a str,
+    namespace: Option<&'a str>,
     keys: &'a AnnotationKeys,
 }
 
@@ -35,7 +35,11 @@ impl<'a> KindVisitor for List<'a> {
     fn visit<K: WorkloadObject>(self) -> Self::Output {
         let Self { client, namespace, keys } = self;
         Box::pin(async move {
-            let items = Api::<Lean<K>>::namespaced(client.clone(), namespace).list(&ListParams::default()).await?.items;
+            let api = match namespace {
+                Some(namespace) => Api::<Lean<K>>::namespaced(client.clone(), namespace),
+                None => Api::<Lean<K>>::all(client.clone()),
+            };
+            let items = api.list(&ListParams::default()).await?.items;
             Ok(items.iter().filter_map(|o| summarise(&o.0, keys)).collect())
         })
     }

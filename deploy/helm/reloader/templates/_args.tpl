@@ -108,6 +108,9 @@ the flag is dropped and Reloader keeps reloading (NOTES.txt warns). */}}
 {{- if $r.namespaceRules }}
 - "--namespace-rules=true"
 {{- end }}
+{{- if $r.allowCrossNamespaceReferences }}
+- "--allow-cross-namespace-references=true"
+{{- end }}
 {{- with $r.rollouts }}
 {{- if .maxConcurrent }}
 - "--max-concurrent-rollouts={{ .maxConcurrent }}"
