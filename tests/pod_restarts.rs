@@ -144,3 +144,47 @@ async fn delete_pods_restarts_the_pods_by_deleting_them() {
     assert!(ready_pods(&ns, "web", 2).await.is_disjoint(&original));
     Kind::Deployment.stays_at_revisions(&ns, "web", 1).await;
 }
+
+/// `--max-concurrent-rollouts` counts a workload whose pods are restarted until its last one is: with 1, the
+/// second workload's restarts begin only after the first's end.
+#[tokio::test]
+async fn the_restart_budget_holds_a_slot_until_the_last_pod_is_restarted() {
+    let ns = TestNamespace::create("evict-budget").await;
+    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
+    for name in ["a", "b"] {
+        create_deployment(&ns, name, 2, "evict-pods").await;
+        ready_pods(&ns, name, 2).await;
+    }
+    let reloader = Reloader::start(&ns.name, &["--max-concurrent-rollouts=1"]).await;
+    for name in ["a", "b"] {
+        wait_for("the first-sight record", RELOAD_WAIT, || async {
+            if annotations(&ns, name).await.contains_key(APPLIED) { Ok(()) } else { Err("no record".to_owned()) }
+        })
+        .await;
+    }
+    let (stop, most) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicUsize::new(0)));
+    let sampler = {
+        let (stop, most, api) = (stop.clone(), most.clone(), ns.api::<Deployment>());
+        tokio::spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                if let Ok(list) = api.list(&ListParams::default()).await {
+                    let restarting = list
+                        .items
+                        .iter()
+                        .filter(|d| d.metadata.annotations.as_ref().is_some_and(|a| a.contains_key(BOUNDARY)))
+                        .count();
+                    most.fetch_max(restarting, Ordering::Relaxed);
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+    };
+    set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
+    for name in ["a", "b"] {
+        reloader.wait_log(&format!("restarted every pod of Deployment '{name}'")).await;
+    }
+    stop.store(true, Ordering::Relaxed);
+    sampler.await.expect("sampler");
+    assert_eq!(most.load(Ordering::Relaxed), 1, "one workload's pods restarting at a time");
+    assert_eq!(reloader.count_log("evicted pod"), 4);
+}

@@ -6,7 +6,8 @@
 //! wait, level-triggered as ever: when a slot frees, the oldest waiting one is queued again and plans anew (a
 //! workload whose content changed again while waiting rolls once, with the latest content). CronJobs and Jobs are
 //! not counted (a run is new pods, not a rollout). StatefulSets, DaemonSets, Argo Rollouts and DeploymentConfigs
-//! are, by their own status fields.
+//! are, by their own status fields. A workload whose pods `evict-pods`/`delete-pods` restart holds its slot from
+//! the write until its last pod was restarted ([`RolloutBudget::finished`]).
 //!
 //! The cluster is the source of truth here too: a new leader (or a restarted controller) counts the rollouts its
 //! workloads' status shows in progress ([`RolloutBudget::adopt`]), rather than starting from an empty budget and
@@ -131,6 +132,12 @@ impl RolloutBudget {
         }
         let free = self.limit.saturating_sub(state.in_flight.len()).min(state.waiting.len());
         state.waiting.drain(..free).collect()
+    }
+
+    /// A rollout that is no template write ended: `evict-pods`/`delete-pods` restarted the last pod. Its slot
+    /// was held from the write of the boundary (no generation awaited). Returns a workload to wake.
+    pub fn finished(&self, key: &WorkloadKey) -> Option<WorkloadKey> {
+        self.write_failed(key)
     }
 
     /// The write that took the slot failed: the slot is free again. Returns a workload to wake.

@@ -2,6 +2,7 @@
 //! workload whose boundary says pods are still to restart — list its pods, restart the oldest when every other is
 //! Ready, and come back through the queue (the one owner of retries) until none is left; then remove the
 //! boundary. Everything it decides is read from the cluster, so a restart or failover goes on where it stopped.
+//! Under `--max-concurrent-rollouts` a workload holds its slot until its last pod was restarted.
 
 use std::{
     collections::HashMap,
@@ -51,7 +52,8 @@ impl Announced {
         !std::mem::replace(what(&mut entry.1), true)
     }
 
-    fn forget(&self, key: &WorkloadKey) {
+    /// Forgets what was said for `key` (its restarts ended, or it is gone).
+    pub(super) fn forget(&self, key: &WorkloadKey) {
         self.said.lock().unwrap_or_else(PoisonError::into_inner).remove(key);
     }
 }
@@ -93,6 +95,10 @@ pub(super) async fn step(ctx: &Context, key: &WorkloadKey) -> Result<bool, Error
             }
             workload::clear_pod_restart(&ctx.client, key).await.map_err(error)?;
             ctx.pod_restarts.forget(key);
+            if let Some(next) = ctx.budget.finished(key) {
+                ctx.queue.add(next, Instant::now());
+            }
+            ctx.budget.report(&ctx.metrics.rollouts);
             info!(namespace = %key.namespace, workload = %key.name, kind = %key.kind, strategy = strategy.as_str(),
                   "restarted every pod of {} '{}' in namespace '{}' created before {boundary} ({})",
                   key.kind, key.name, key.namespace, strategy.as_str());

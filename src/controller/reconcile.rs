@@ -363,7 +363,8 @@ async fn write_plan(
     }
     match result {
         Ok(generation) => {
-            if !plan.reloads.is_empty() {
+            // Pods restarted instead: the slot is held until the last one was (pod_restarts.rs).
+            if !plan.reloads.is_empty() && pod_boundary.is_none() {
                 // The slot is held until the rollout of the generation this write produced completes; a write
                 // that changed no template (a retry after a lost response) frees it at once.
                 let rollout = ctx.index().rollout(key);

@@ -65,12 +65,18 @@ impl Index {
     }
 
     /// Workloads whose status shows a rollout in progress, with their generation (a new leader counts them
-    /// in its budget).
+    /// in its budget), and those with pods still to restart (`evict-pods`: counted until the last one is, so
+    /// with a generation that never comes).
     pub fn rollouts_in_progress(&self) -> Vec<(WorkloadKey, i64)> {
         let rolling = self.workloads.iter().filter(|(k, s)| {
-            k.kind.tracks_rollouts() && s.summary.rollout == crate::workload::RolloutState::InProgress
+            let tracked = k.kind.tracks_rollouts() && s.summary.rollout == crate::workload::RolloutState::InProgress;
+            tracked || s.summary.restart_pods_before.is_some()
         });
-        rolling.map(|(k, s)| (k.clone(), s.summary.generation)).collect()
+        let awaited = |s: &WorkloadState| match s.summary.restart_pods_before {
+            Some(_) => i64::MAX,
+            None => s.summary.generation,
+        };
+        rolling.map(|(k, s)| (k.clone(), awaited(s))).collect()
     }
 
     /// The gates' view of `reloads` of `key`. `timed_out` tells the rollouts that passed `--rollout-timeout`
