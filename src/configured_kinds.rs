@@ -2,8 +2,9 @@
 //! preset by its short name (`knative-service`, `kruise-cloneset`, `kruise-statefulset`, `kruise-daemonset`).
 //! Upstream reloads only the kinds wired in its code (stakater/Reloader#493, #969, #1005, #555, #628).
 //!
-//! A configured kind is any namespaced object that embeds a pod template (default path `spec.template`). It is
-//! read and written as JSON (fields this binary does not know survive), watched once discovery finds its API
+//! A configured kind is any namespaced object that embeds a pod template (default path `spec.template`), or with
+//! `=-` one that does not (StrimziPodSet: its references are read from its pods, and its pods are restarted,
+//! `crate::pod_restarts`). It is read and written as JSON (fields this binary does not know survive), watched once discovery finds its API
 //! (like Argo Rollouts), and reloaded with the same annotations, records, strategies and gates as the built-in
 //! kinds. Its facts are registered once at startup, before anything reads them, so that
 //! [`crate::keys::WorkloadKind::Configured`] stays a small `Copy` value: a slot in [`registered`].
@@ -43,7 +44,8 @@ pub struct ConfiguredKind {
     plural: &'static str,
     /// `plural.group`, as RBAC names it, with the conventional plural.
     resource: &'static str,
-    /// Where the pod template is, as a JSON pointer into the object (`/spec/template`).
+    /// Where the pod template is, as a JSON pointer into the object (`/spec/template`); empty for a kind without
+    /// one (`=-`: its references are read from its pods, and its pods are restarted).
     pub template_pointer: &'static str,
     /// Its status rule.
     pub status: StatusRule,
@@ -68,12 +70,6 @@ pub enum KindError {
     /// The path is not under `spec`.
     #[error("--workload-kind {0:?}: the pod template path must be under spec (spec.template)")]
     Path(String),
-    /// `=-`: no pod template.
-    #[error(
-        "--workload-kind {0:?}: a kind without a pod template needs the evict-pods or delete-pods strategy, which \
-         this version does not have"
-    )]
-    NoTemplate(String),
     /// A built-in kind, or the same kind twice.
     #[error("--workload-kind {0:?}: {1} is reloaded already")]
     Duplicate(String, String),
@@ -108,7 +104,10 @@ impl ConfiguredKind {
             api_version: leak(format!("{group}/{version}")),
             plural: leak(conventional_plural(kind)),
             resource: leak(format!("{}.{group}", conventional_plural(kind))),
-            template_pointer: leak(format!("/{}", template.replace('.', "/"))),
+            template_pointer: match template {
+                "-" => "",
+                path => leak(format!("/{}", path.replace('.', "/"))),
+            },
             status,
             named_revisions: false,
             preset: None,
@@ -148,13 +147,18 @@ impl ConfiguredKind {
             return Err(KindError::Syntax(value.to_owned()));
         }
         if path == "-" {
-            return Err(KindError::NoTemplate(value.to_owned()));
+            return Ok(Self::new(group, version, kind, path, StatusRule::Untracked));
         }
         let segments_ok = path.split('.').all(|s| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric()));
         if !path.starts_with("spec.") || !segments_ok {
             return Err(KindError::Path(value.to_owned()));
         }
         Ok(Self::new(group, version, kind, path, StatusRule::Untracked))
+    }
+
+    /// It embeds a pod template (else `=-`: its references are read from its pods, which are restarted).
+    pub fn has_template(&self) -> bool {
+        !self.template_pointer.is_empty()
     }
 
     /// Whether `name` names it the way `kubectl` would: its kind or plural in lower case, alone or with its group
@@ -260,7 +264,9 @@ mod tests {
             assert_eq!(ConfiguredKind::parse(bad), Err(KindError::Syntax(bad.to_owned())), "{bad}");
         }
         assert_eq!(ConfiguredKind::parse("x.io/v1/W=template"), Err(KindError::Path("x.io/v1/W=template".into())));
-        assert_eq!(ConfiguredKind::parse("x.io/v1/W=-"), Err(KindError::NoTemplate("x.io/v1/W=-".into())));
+        let podset = ConfiguredKind::parse("core.strimzi.io/v1beta2/StrimziPodSet=-").expect("template-less");
+        assert!(!podset.has_template() && clone.has_template());
+        assert_eq!(podset.plural, "strimzipodsets");
         assert_eq!(
             KindError::Syntax("x".into()).to_string(),
             "--workload-kind \"x\": expected <group>/<version>/<Kind>[=<path to the pod template>] or one of \

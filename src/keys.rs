@@ -84,6 +84,15 @@ impl WorkloadKind {
         }
     }
 
+    /// Its objects embed a pod template: every kind but a configured one given as `=-` (its pods are restarted
+    /// instead, and its references read from them).
+    pub fn has_pod_template(self) -> bool {
+        match self {
+            Self::Configured(slot) => crate::configured_kinds::get(slot).is_none_or(|k| k.has_template()),
+            _ => true,
+        }
+    }
+
     /// The kind `kubectl` names `name` (singular, lower case, short names included: `deploy`, `sts`…).
     pub fn from_kubectl_name(name: &str) -> Option<Self> {
         Some(match name {

@@ -188,3 +188,56 @@ async fn each_configured_kind_reloads_with_the_other_reload_strategy_too() {
     .await;
     assert!(hello["spec"]["template"]["spec"]["containers"][0].get("name").is_none(), "no name is added");
 }
+
+/// A kind without a pod template (`--workload-kind …=-`): a StrimziPodSet lists its pods itself and its operator
+/// reverts anything else, so what its pods use stands for its references and its pods are evicted (no operator
+/// runs here: the pods are created as its operator would create them).
+#[tokio::test]
+async fn a_strimzi_pod_set_without_a_template_has_its_pods_evicted_for_what_they_use() {
+    let ns = TestNamespace::create("podset").await;
+    install_yaml_crd(&ns.client, STRIMZI_POD_SET_CRD).await;
+    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
+    let labels = json!({"strimzi.io/cluster": "kafka", "strimzi.io/pool-name": "brokers"});
+    let pod = |name: &str| {
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": labels},
+               "spec": {"containers": [{"name": "kafka", "image": "x", "envFrom": [{"configMapRef": {"name": "cfg"}}]}]}})
+    };
+    let sets: Api<DynamicObject> = Api::namespaced_with(
+        ns.client.clone(),
+        &ns.name,
+        &resource("core.strimzi.io", "v1beta2", "StrimziPodSet", "strimzipodsets"),
+    );
+    let set = serde_json::from_value::<DynamicObject>(json!({
+        "apiVersion": "core.strimzi.io/v1beta2", "kind": "StrimziPodSet",
+        "metadata": {"name": "kafka-brokers", "annotations": {"reloader.stakater.com/auto": "true"}},
+        "spec": {"selector": {"matchLabels": labels}, "pods": [pod("kafka-brokers-0"), pod("kafka-brokers-1")]}
+    }))
+    .expect("podset");
+    sets.create(&PostParams::default(), &set).await.expect("create podset");
+    let pods = ns.api::<k8s_openapi::api::core::v1::Pod>();
+    for name in ["kafka-brokers-0", "kafka-brokers-1"] {
+        let p = serde_json::from_value(pod(name)).expect("pod");
+        pods.create(&PostParams::default(), &p).await.expect("create pod");
+    }
+    let reloader = Reloader::start(&ns.name, &["--workload-kind=core.strimzi.io/v1beta2/StrimziPodSet=-"]).await;
+    // Its first-sight record holds the ConfigMap its pods use: their references were read.
+    let v1 = configmap_hash(&[("k", "1")]);
+    wait_object(&sets, "kafka-brokers", "first-sight record of what its pods use", |o| recorded(o, &v1)).await;
+    let before = sets.get("kafka-brokers").await.expect("podset").data["spec"].clone();
+    // explain reads the pods as the controller does (before they are restarted: nothing recreates them here).
+    let (ok, out, err) = explain_with(
+        &ns,
+        &["--workload-kind=core.strimzi.io/v1beta2/StrimziPodSet=-"],
+        "strimzipodset/kafka-brokers",
+        &[],
+    );
+    assert!(ok && out.contains("auto: referenced via envFrom"), "{out}{err}");
+
+    set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
+    let line = reloader.wait_log("updated 'kafka-brokers' of type 'StrimziPodSet'").await;
+    assert!(line.contains("rollout_strategy=evict-pods"), "{line}");
+    reloader.wait_log("restarted every pod of StrimziPodSet 'kafka-brokers'").await;
+    assert_eq!(reloader.count_log("evicted pod kafka-brokers-"), 2);
+    let after = sets.get("kafka-brokers").await.expect("podset").data["spec"].clone();
+    assert_eq!(after, before, "its spec is never written");
+}

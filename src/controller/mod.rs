@@ -11,6 +11,7 @@ mod observe_csi;
 mod observe_failures;
 mod observe_lists;
 mod observe_namespaces;
+mod observe_pod_uses;
 mod observe_trigger;
 mod observer;
 mod pod_restarts;

@@ -219,10 +219,12 @@ impl Observer {
                     self.trigger(&index, &key, now, None);
                 }
             }
-            Observed::Workload { stream, mut key, summary, listed } => {
+            Observed::Workload { stream, mut key, mut summary, listed } => {
                 let baseline = self.baseline(stream, false);
                 let mut index = self.ctx.index();
                 key.namespace = index.intern(&key.namespace);
+                let read_pods =
+                    !key.kind.has_pod_template() && super::observe_pod_uses::carry_pod_uses(&index, &key, &mut summary);
                 if let Some(seen) = self.relisting.seen(stream, listed) {
                     seen.workloads.insert(key.clone());
                 }
@@ -252,10 +254,14 @@ impl Observer {
                         self.enqueue(waiter, now, Lane::Change);
                     }
                 }
+                if read_pods {
+                    self.read_pod_uses(key.clone(), uid.clone().unwrap_or_default());
+                }
                 if update.relevant && self.synced {
                     self.enqueue(key, now, Lane::Change);
                 }
             }
+            Observed::PodUses { key, uid, uses } => self.pod_uses(key, &uid, uses, now),
             Observed::WorkloadDeleted(key) => self.forget_workload(&key, now),
             Observed::CsiStatus { stream, namespace, name, class_hash, listed } => {
                 self.csi_status(stream, &namespace, &name, class_hash, listed, now);

@@ -222,6 +222,9 @@ async fn write_plan(
     };
     // CronJobs spawn a Job and Jobs are recreated: a template is written only where pods roll out.
     let rollout_strategy = match rollout_strategy.unwrap_or(ctx.settings.rollout_strategy) {
+        // A kind without a pod template (`--workload-kind …=-`): only its pods can be restarted.
+        RolloutStrategy::DeletePods if !key.kind.has_pod_template() => RolloutStrategy::DeletePods,
+        _ if !key.kind.has_pod_template() => RolloutStrategy::EvictPods,
         RolloutStrategy::Restart if key.kind.tracks_rollouts() => RolloutStrategy::Restart,
         s if s.restarts_pods() && !matches!(key.kind, WorkloadKind::CronJob | WorkloadKind::Job) => s,
         _ => RolloutStrategy::Rollout,

@@ -118,6 +118,9 @@ pub enum Observed {
     NamespaceDeselected(String),
     /// A namespace's annotations the controller reads (all `None` when it was deleted).
     NamespaceAnnotations { stream: usize, name: String, values: NamespaceValues, listed: bool },
+    /// What the pods of a workload without a pod template (`--workload-kind …=-`) use, read for the summary with
+    /// `uid` (`Err`: the read failed; it is read again at the workload's next change).
+    PodUses { key: WorkloadKey, uid: String, uses: Result<crate::workload::PodReferences, String> },
     /// The watch failed; it retries with backoff. `code`: the API server's status code, if it answered.
     Error { stream: usize, code: Option<u16>, message: String },
     /// Stream `usize` delivered again after failing (its watch resumed or it relisted).

@@ -41,6 +41,12 @@ pub async fn workload(
     let found = visit(kind, GetWorkload { client, namespace, name: &name, keys }).await?;
     let (key, mut summary) =
         found.ok_or_else(|| ExplainError::Target(format!("{namespace}/{name} has no namespace")))?;
+    if !kind.has_pod_template() {
+        // A kind without a pod template (`--workload-kind …=-`): what its pods use, as the controller reads it.
+        let read = crate::workload::pod_uses(client, &key).await;
+        let read = read.map_err(|source| ExplainError::Api { what: format!("reading the pods of {key}"), source })?;
+        (summary.uses, summary.first_container) = (read.uses, read.first_container);
+    }
     let (windows, rules) = (settings.watch.namespace_windows, settings.watch.namespace_rules);
     let namespace_values =
         if windows || rules { namespace_values(client, namespace, keys).await? } else { Default::default() };

@@ -182,6 +182,11 @@ impl Index {
         self.workloads.contains_key(key)
     }
 
+    /// A workload's summary as indexed.
+    pub fn workload_summary(&self, key: &WorkloadKey) -> Option<&WorkloadSummary> {
+        self.workloads.get(key).map(|s| &s.summary)
+    }
+
     /// A workload's UID (for Events).
     pub fn workload_uid(&self, key: &WorkloadKey) -> Option<String> {
         self.workloads.get(key).map(|s| s.summary.uid.clone()).filter(|u| !u.is_empty())

@@ -97,9 +97,10 @@ impl<const SLOT: u8> WorkloadObject for Configured<SLOT> {
     fn from_parts(metadata: ObjectMeta, spec: Option<Value>, status: Option<Value>) -> Self {
         let mut spec = spec.unwrap_or_default();
         let pointer = Self::template_pointer();
-        // The template is taken out of the spec, not copied: the rest of the spec is dropped here.
+        // The template is taken out of the spec, not copied: the rest of the spec is dropped here. A kind without
+        // one (`=-`) has none: its references are read from its pods.
         let in_spec = pointer.strip_prefix("/spec").unwrap_or(pointer);
-        let mut template = spec.pointer_mut(in_spec).map(Value::take);
+        let mut template = spec.pointer_mut(in_spec).filter(|_| !pointer.is_empty()).map(Value::take);
         if let Some(t) = template.as_mut() {
             name_containers(t);
         }

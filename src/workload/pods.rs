@@ -31,6 +31,7 @@ pub fn pod_selector(object: &Value, template_pointer: &str) -> Option<String> {
     let selector = &object["spec"]["selector"];
     let labels = match selector.get("matchLabels").or_else(|| selector.get("matchExpressions")) {
         Some(_) => &selector["matchLabels"],
+        None if template_pointer.is_empty() => &Value::Null,
         None => object.pointer(&format!("{template_pointer}/metadata/labels")).unwrap_or(&Value::Null),
     };
     for (k, v) in labels.as_object().into_iter().flatten() {
@@ -57,6 +58,32 @@ pub async fn pod_target(client: &Client, key: &WorkloadKey) -> Result<Option<Pod
     let object = get_json(&api, &key.name).await?;
     let replicas = object["spec"]["replicas"].as_i64();
     Ok(pod_selector(&object, pointer).map(|selector| PodTarget { selector, replicas }))
+}
+
+/// What a workload's pods use (a kind without a pod template, `=-`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PodReferences {
+    /// The union of their pod specs' references, one entry per resource.
+    pub uses: Vec<crate::references::ConfigUse>,
+    /// The first container of the first pod (where a named list's reload would go).
+    pub first_container: Option<String>,
+}
+
+/// Reads what the workload's pods use.
+pub async fn pod_uses(client: &Client, key: &WorkloadKey) -> Result<PodReferences, kube::Error> {
+    let Some(target) = pod_target(client, key).await? else { return Ok(PodReferences::default()) };
+    let pods = kube::Api::<k8s_openapi::api::core::v1::Pod>::namespaced(client.clone(), &key.namespace);
+    let listed = pods.list(&kube::api::ListParams::default().labels(&target.selector)).await?;
+    let mut found = PodReferences::default();
+    for spec in listed.items.iter().filter_map(|p| p.spec.as_ref()) {
+        found.first_container = found.first_container.or_else(|| spec.containers.first().map(|c| c.name.clone()));
+        for u in crate::references::config_uses(spec) {
+            if !found.uses.iter().any(|known| known.kind == u.kind && known.name == u.name) {
+                found.uses.push(u);
+            }
+        }
+    }
+    Ok(found)
 }
 
 /// Removes the boundary: every pod was restarted.

@@ -24,6 +24,9 @@ pub async fn install_yaml_crd(client: &kube::Client, yaml: &str) {
     super::install_crd(client, &crd.to_string()).await;
 }
 
+/// Strimzi's StrimziPodSet CRD (YAML): a kind without a pod template.
+pub const STRIMZI_POD_SET_CRD: &str = include_str!("../crds/strimzipodsets.core.strimzi.io.yaml");
+
 /// OpenKruise CloneSets.
 pub fn clonesets() -> ApiResource {
     resource("apps.kruise.io", "v1alpha1", "CloneSet", "clonesets")
