@@ -73,6 +73,20 @@ impl RolloutStrategy {
     pub fn restarts_pods(self) -> bool {
         matches!(self, Self::EvictPods | Self::DeletePods)
     }
+
+    /// What a workload of `kind` asking for this strategy gets: CronJobs spawn a Job and Jobs are recreated (a
+    /// template is written only where pods roll out); `restart` needs a kind whose rollouts are tracked; a kind
+    /// without a pod template (`--workload-kind …=-`) can only have its pods restarted.
+    pub fn for_kind(self, kind: crate::keys::WorkloadKind) -> Self {
+        use crate::keys::WorkloadKind::{CronJob, Job};
+        match self {
+            Self::DeletePods if !kind.has_pod_template() => Self::DeletePods,
+            _ if !kind.has_pod_template() => Self::EvictPods,
+            Self::Restart if kind.tracks_rollouts() => Self::Restart,
+            s if s.restarts_pods() && !matches!(kind, CronJob | Job) => s,
+            _ => Self::Rollout,
+        }
+    }
 }
 
 /// `kubectl rollout restart`'s pod-template fragment for a reload triggered at `at`.
@@ -289,6 +303,18 @@ pub fn parse_last_reloaded_from(text: &str) -> Option<(ConfigKind, String, Conte
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_kind_gets_the_rollout_strategies_it_can_take() {
+        use crate::keys::WorkloadKind::{CronJob, Deployment, Job, Rollout};
+        use RolloutStrategy as S;
+        for s in [S::Rollout, S::Restart, S::EvictPods, S::DeletePods] {
+            assert_eq!(s.for_kind(Deployment), s, "{s:?}");
+            assert_eq!(s.for_kind(Rollout), s, "{s:?}");
+            assert_eq!(s.for_kind(CronJob), S::Rollout, "{s:?}: CronJobs spawn a Job");
+            assert_eq!(s.for_kind(Job), S::Rollout, "{s:?}: Jobs are recreated");
+        }
+    }
 
     fn change(kind: ConfigKind, name: &str, container: &str, hash: &str) -> TemplateChange {
         TemplateChange {

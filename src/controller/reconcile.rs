@@ -220,15 +220,7 @@ async fn write_plan(
         let index = ctx.index();
         (index.pause_state(key), index.workload_uid(key), index.rollout_strategy(key), index.cronjob_reload(key))
     };
-    // CronJobs spawn a Job and Jobs are recreated: a template is written only where pods roll out.
-    let rollout_strategy = match rollout_strategy.unwrap_or(ctx.settings.rollout_strategy) {
-        // A kind without a pod template (`--workload-kind …=-`): only its pods can be restarted.
-        RolloutStrategy::DeletePods if !key.kind.has_pod_template() => RolloutStrategy::DeletePods,
-        _ if !key.kind.has_pod_template() => RolloutStrategy::EvictPods,
-        RolloutStrategy::Restart if key.kind.tracks_rollouts() => RolloutStrategy::Restart,
-        s if s.restarts_pods() && !matches!(key.kind, WorkloadKind::CronJob | WorkloadKind::Job) => s,
-        _ => RolloutStrategy::Rollout,
-    };
+    let rollout_strategy = rollout_strategy.unwrap_or(ctx.settings.rollout_strategy).for_kind(key.kind);
     let suspended = pause_state.as_ref().is_some_and(|p| workload::spawns_nothing(key.kind, p, cronjob_reload));
     let now = jiff::Timestamp::now();
     let pause = match pause_state {
