@@ -1,8 +1,8 @@
 //! A short subset of the chaos suite (RELIABILITY.md, `make chaos`) on the test cluster: faults 1 (the
 //! controller SIGKILLed twice mid-burst, restarted) and 7 (a concurrent writer replacing the Deployments with
-//! stale resourceVersions: 409 Conflicts), each with both reload strategies, over a small layout — 8
-//! Deployments, an 8 s burst, a 5 s quiet period. Every run must end with 0 missed, 0 duplicate and 0 spurious
-//! rollouts, every template write classified.
+//! stale resourceVersions: 409 Conflicts), each with both reload strategies, and 8 (fault 1 with Kruise CloneSets
+//! reloaded through `--workload-kind`), over a small layout — 8 Deployments, an 8 s burst, a 5 s quiet period.
+//! Every run must end with 0 missed, 0 duplicate and 0 spurious rollouts, every template write classified.
 
 use std::time::Duration;
 
@@ -46,8 +46,12 @@ async fn chaos(fault: Fault, strategy: Strategy) {
     assert_eq!((f.missed, f.duplicates, f.spurious, f.blind), (0, 0, 0, 0), "\n{summary}");
     assert!(f.converged, "\n{summary}");
     assert!(r.violations.is_empty() && r.unexpected_exits.is_empty(), "\n{summary}");
+    if fault == Fault::ConfiguredKind {
+        // 8 Deployments and 4 CloneSets, each converged on its resource's final content (0 missed).
+        assert_eq!(r.workloads, 12, "\n{summary}");
+    }
     match fault {
-        Fault::ControllerKill => assert_eq!(r.evidence.len(), 2, "two SIGKILLs:\n{summary}"),
+        Fault::ControllerKill | Fault::ConfiguredKind => assert_eq!(r.evidence.len(), 2, "two SIGKILLs:\n{summary}"),
         _ => assert!(r.writer.as_ref().is_some_and(|w| w.conflicts > 0), "409s met:\n{summary}"),
     }
     let _ = std::fs::remove_dir_all(out);
@@ -71,4 +75,9 @@ async fn concurrent_writer_with_409s_env_vars() {
 #[tokio::test]
 async fn concurrent_writer_with_409s_annotations() {
     chaos(Fault::ConflictingWriter, Strategy::Annotations).await;
+}
+
+#[tokio::test]
+async fn configured_kind_with_controller_sigkills_env_vars() {
+    chaos(Fault::ConfiguredKind, Strategy::EnvVars).await;
 }

@@ -42,7 +42,7 @@ pub async fn crd_recreate(ctx: &mut FaultCtx<'_>) -> Result<FaultOutcome, Error>
     install_rollout_crd(ctx.client, Duration::from_secs(60)).await?;
     let second = ctx.layout.rollouts("b");
     for w in &second {
-        ctx.layout.create_rollout(ctx.client, w, ctx.tag).await?;
+        ctx.layout.create_custom(ctx.client, w, ctx.tag).await?;
         out.created.push((w.clone(), ctx.epoch.elapsed()));
     }
     let created = Instant::now();

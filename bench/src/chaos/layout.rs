@@ -26,6 +26,8 @@ pub const ROLLOUT_CRD: &str = include_str!("../../../tests/crds/rollouts.argopro
 pub const ROLLOUT_CRD_NAME: &str = "rollouts.argoproj.io";
 /// Rollouts created per incarnation of the CRD (fault 4), using the first resources of the first namespace.
 pub const ROLLOUTS: usize = 4;
+/// OpenKruise v1.8.4's CloneSet CRD, as the integration tests install it (fault 8).
+pub const CLONESET_CRD: &str = include_str!("../../../tests/crds/clonesets.apps.kruise.io.yaml");
 
 /// A workload of the run.
 #[derive(Clone, Debug, PartialEq)]
@@ -85,12 +87,21 @@ impl ChaosLayout {
     /// The Rollouts of incarnation `suffix` (`a` before the CRD is deleted, `b` after it is re-created): one
     /// per resource of the first namespace, up to [`ROLLOUTS`].
     pub fn rollouts(&self, suffix: &str) -> Vec<ChaosWorkload> {
+        self.custom(WorkloadKind::Rollout, &format!("ro-{suffix}"))
+    }
+
+    /// The CloneSets of fault 8: one per resource of the first namespace, up to [`ROLLOUTS`].
+    pub fn clonesets(&self) -> Vec<ChaosWorkload> {
+        self.custom(WorkloadKind::CloneSet, "cs")
+    }
+
+    fn custom(&self, kind: WorkloadKind, suffix: &str) -> Vec<ChaosWorkload> {
         let first_ns = self.configs.iter().enumerate().filter(|(_, c)| c.ns == 0).take(ROLLOUTS);
         first_ns
             .map(|(resource, c)| ChaosWorkload {
-                kind: WorkloadKind::Rollout,
+                kind,
                 ns: 0,
-                name: format!("{}-ro-{suffix}", c.name),
+                name: format!("{}-{suffix}", c.name),
                 resource,
                 how: if c.kind == ConfigKind::ConfigMap { RefHow::EnvFrom } else { RefHow::Volume },
             })
@@ -138,22 +149,23 @@ impl ChaosLayout {
         Ok(())
     }
 
-    /// Creates a Rollout (auto-annotated, one replica, the bench's pod spec), labelled for the run.
-    pub async fn create_rollout(&self, client: &Client, w: &ChaosWorkload, tag: &str) -> Result<(), Error> {
+    /// Creates a Rollout or a CloneSet (auto-annotated, one replica, the bench's pod spec), labelled for the run.
+    pub async fn create_custom(&self, client: &Client, w: &ChaosWorkload, tag: &str) -> Result<(), Error> {
         let ns = &self.namespaces[w.ns];
         let labels = json!({"app": w.name});
+        let resource = w.kind.api_resource();
         let obj: DynamicObject = serde_json::from_value(json!({
-            "apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
+            "apiVersion": resource.api_version, "kind": resource.kind,
             "metadata": {"name": w.name, "namespace": ns, "labels": {objects::RUN_LABEL: tag},
                          "annotations": {objects::AUTO: "true"}},
             "spec": {"replicas": 1, "selector": {"matchLabels": labels},
                      "template": {"metadata": {"labels": labels}, "spec": objects::pod_spec(&self.refs(w))}}
         }))?;
-        Api::<DynamicObject>::namespaced_with(client.clone(), ns, &rollout_resource())
+        Api::<DynamicObject>::namespaced_with(client.clone(), ns, &resource)
             .create(&PostParams::default(), &obj)
             .await
             .map(|_| ())
-            .map_err(|e| Error::kube(format!("create Rollout {ns}/{}", w.name), e))
+            .map_err(|e| Error::kube(format!("create {} {ns}/{}", resource.kind, w.name), e))
     }
 }
 
@@ -164,16 +176,26 @@ pub fn rollout_resource() -> ApiResource {
 
 /// Creates the Rollout CRD if it is missing and waits until it is established; returns how long that took.
 pub async fn install_rollout_crd(client: &Client, timeout: Duration) -> Result<Duration, Error> {
+    install_crd(client, serde_json::from_str(ROLLOUT_CRD)?, timeout).await
+}
+
+/// Creates the CloneSet CRD if it is missing and waits until it is established (fault 8).
+pub async fn install_cloneset_crd(client: &Client, timeout: Duration) -> Result<Duration, Error> {
+    let crd = serde_saphyr::from_str(CLONESET_CRD).map_err(|e| Error::Invalid(format!("the CloneSet CRD: {e}")))?;
+    install_crd(client, crd, timeout).await
+}
+
+async fn install_crd(client: &Client, crd: CustomResourceDefinition, timeout: Duration) -> Result<Duration, Error> {
     let start = Instant::now();
-    let crd: CustomResourceDefinition = serde_json::from_str(ROLLOUT_CRD)?;
+    let name = crd.metadata.name.clone().unwrap_or_default();
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     match api.create(&PostParams::default(), &crd).await {
         Ok(_) => {}
         Err(kube::Error::Api(s)) if s.code == 409 => {}
-        Err(e) => return Err(Error::kube("create the Rollout CRD", e)),
+        Err(e) => return Err(Error::kube(format!("create the CRD {name}"), e)),
     }
     loop {
-        let established = api.get_opt(ROLLOUT_CRD_NAME).await.ok().flatten().is_some_and(|c| {
+        let established = api.get_opt(&name).await.ok().flatten().is_some_and(|c| {
             let conditions = c.status.and_then(|s| s.conditions).unwrap_or_default();
             conditions.iter().any(|c| c.type_ == "Established" && c.status == "True")
         });
@@ -181,7 +203,7 @@ pub async fn install_rollout_crd(client: &Client, timeout: Duration) -> Result<D
             return Ok(start.elapsed());
         }
         if start.elapsed() > timeout {
-            return Err(Error::Timeout("the Rollout CRD to be established".into()));
+            return Err(Error::Timeout(format!("the CRD {name} to be established")));
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

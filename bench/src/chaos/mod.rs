@@ -49,10 +49,13 @@ pub enum Fault {
     /// 7: a concurrent writer replaces every Deployment with stale `resourceVersion`s (409 Conflict) and patches
     /// their metadata in a tight loop.
     ConflictingWriter,
+    /// 8: a kind added by configuration (Kruise CloneSets, `--workload-kind=kruise-cloneset`, the project's real
+    /// CRD) beside the Deployments, the controller SIGKILLed at random moments as in fault 1.
+    ConfiguredKind,
 }
 
 /// Every fault, in run order.
-pub const ALL_FAULTS: [Fault; 7] = [
+pub const ALL_FAULTS: [Fault; 8] = [
     Fault::ControllerKill,
     Fault::ApiserverStop,
     Fault::EtcdCompaction,
@@ -60,10 +63,11 @@ pub const ALL_FAULTS: [Fault; 7] = [
     Fault::RoleRemoved,
     Fault::LeaderKill,
     Fault::ConflictingWriter,
+    Fault::ConfiguredKind,
 ];
 
 impl Fault {
-    /// Its number (1–7).
+    /// Its number (1–8).
     pub fn number(self) -> usize {
         ALL_FAULTS.iter().position(|f| *f == self).map_or(0, |i| i + 1)
     }
@@ -78,6 +82,7 @@ impl Fault {
             Self::RoleRemoved => "one namespace's Role removed, then restored",
             Self::LeaderKill => "HA leader SIGKILLed among 3 replicas",
             Self::ConflictingWriter => "concurrent writer on the Deployments (409 Conflicts)",
+            Self::ConfiguredKind => "a configured kind (Kruise CloneSets), controller SIGKILLed, restarted",
         }
     }
 
@@ -92,8 +97,8 @@ impl Fault {
             return Ok(ALL_FAULTS.to_vec());
         }
         let one = |t: &str| {
-            let n: usize = t.trim().parse().map_err(|_| Error::Invalid(format!("fault {t} (use 1–7 or all)")))?;
-            ALL_FAULTS.get(n.wrapping_sub(1)).copied().ok_or_else(|| Error::Invalid(format!("fault {n} (use 1–7)")))
+            let n: usize = t.trim().parse().map_err(|_| Error::Invalid(format!("fault {t} (use 1–8 or all)")))?;
+            ALL_FAULTS.get(n.wrapping_sub(1)).copied().ok_or_else(|| Error::Invalid(format!("fault {n} (use 1–8)")))
         };
         text.split(',').filter(|t| !t.trim().is_empty()).map(one).collect()
     }

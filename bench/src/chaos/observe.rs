@@ -39,6 +39,8 @@ pub enum WorkloadKind {
     Deployment,
     /// argoproj.io/v1alpha1 Rollout (fault 4).
     Rollout,
+    /// apps.kruise.io/v1alpha1 CloneSet, reloaded through `--workload-kind=kruise-cloneset` (fault 8).
+    CloneSet,
 }
 
 impl WorkloadKind {
@@ -49,6 +51,10 @@ impl WorkloadKind {
                 ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("apps", "v1", "Deployment"), "deployments")
             }
             Self::Rollout => super::layout::rollout_resource(),
+            Self::CloneSet => ApiResource::from_gvk_with_plural(
+                &GroupVersionKind::gvk("apps.kruise.io", "v1alpha1", "CloneSet"),
+                "clonesets",
+            ),
         }
     }
 }

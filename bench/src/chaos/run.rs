@@ -14,7 +14,7 @@ use super::{
     analysis::Figures,
     api_faults, faults,
     faults::{FaultCtx, FaultOutcome},
-    layout::{ChaosLayout, install_rollout_crd},
+    layout::{ChaosLayout, install_cloneset_crd, install_rollout_crd},
     observe::{Tracker, WorkloadKind},
     plane::{ChaosEnv, http},
     settle,
@@ -131,13 +131,23 @@ async fn run_in(
         install_rollout_crd(client, Duration::from_secs(60)).await?;
         kinds.push(WorkloadKind::Rollout);
     }
+    if fault == Fault::ConfiguredKind {
+        install_cloneset_crd(client, Duration::from_secs(60)).await?;
+        kinds.push(WorkloadKind::CloneSet);
+    }
     let tracker = Tracker::start(client, tag, &kinds, epoch);
     tracker.wait_lists_after(&vec![0; kinds.len()], Duration::from_secs(30)).await?;
     layout.create_objects(client, tag).await?;
     let mut workloads: Vec<Created> = layout.deployments.iter().map(|w| (w.clone(), Duration::ZERO)).collect();
     if fault == Fault::CrdRecreate {
         for w in layout.rollouts("a") {
-            layout.create_rollout(client, &w, tag).await?;
+            layout.create_custom(client, &w, tag).await?;
+            workloads.push((w, Duration::ZERO));
+        }
+    }
+    if fault == Fault::ConfiguredKind {
+        for w in layout.clonesets() {
+            layout.create_custom(client, &w, tag).await?;
             workloads.push((w, Duration::ZERO));
         }
     }
@@ -159,6 +169,7 @@ async fn run_in(
         vec![format!("--reload-strategy={}", strategy.flag()), format!("--namespaces={}", layout.namespaces.join(","))];
     match fault {
         Fault::CrdRecreate => args.push("--is-Argo-Rollouts=true".into()),
+        Fault::ConfiguredKind => args.push("--workload-kind=kruise-cloneset".into()),
         Fault::LeaderKill => args.extend(
             [
                 "--enable-ha",
@@ -230,7 +241,7 @@ async fn run_in(
         };
         let script = async {
             match fault {
-                Fault::ControllerKill => faults::controller_kill(&mut ctx).await,
+                Fault::ControllerKill | Fault::ConfiguredKind => faults::controller_kill(&mut ctx).await,
                 Fault::ApiserverStop => faults::apiserver_stop(&mut ctx).await,
                 Fault::EtcdCompaction => faults::etcd_compaction(&mut ctx).await,
                 Fault::CrdRecreate => api_faults::crd_recreate(&mut ctx).await,
