@@ -95,6 +95,11 @@ impl ChaosLayout {
         self.custom(WorkloadKind::CloneSet, "cs")
     }
 
+    /// The `evict-pods` Deployments of fault 8: one per resource of the first namespace, up to 2.
+    pub fn evicting(&self) -> Vec<ChaosWorkload> {
+        self.custom(WorkloadKind::Deployment, "ev").into_iter().take(2).collect()
+    }
+
     fn custom(&self, kind: WorkloadKind, suffix: &str) -> Vec<ChaosWorkload> {
         let first_ns = self.configs.iter().enumerate().filter(|(_, c)| c.ns == 0).take(ROLLOUTS);
         first_ns

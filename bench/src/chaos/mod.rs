@@ -18,6 +18,7 @@ pub mod faults;
 pub mod layout;
 pub mod observe;
 pub mod plane;
+pub mod pod_restarts;
 pub mod report;
 pub mod run;
 pub mod settle;
@@ -50,7 +51,8 @@ pub enum Fault {
     /// their metadata in a tight loop.
     ConflictingWriter,
     /// 8: a kind added by configuration (Kruise CloneSets, `--workload-kind=kruise-cloneset`, the project's real
-    /// CRD) beside the Deployments, the controller SIGKILLed at random moments as in fault 1.
+    /// CRD) and `evict-pods` Deployments beside the others, the controller SIGKILLed at random moments as in
+    /// fault 1.
     ConfiguredKind,
 }
 
@@ -82,7 +84,7 @@ impl Fault {
             Self::RoleRemoved => "one namespace's Role removed, then restored",
             Self::LeaderKill => "HA leader SIGKILLed among 3 replicas",
             Self::ConflictingWriter => "concurrent writer on the Deployments (409 Conflicts)",
-            Self::ConfiguredKind => "a configured kind (Kruise CloneSets), controller SIGKILLed, restarted",
+            Self::ConfiguredKind => "a configured kind and evict-pods, controller SIGKILLed, restarted",
         }
     }
 

@@ -125,6 +125,7 @@ async fn run_in(
     tag: &str,
 ) -> Result<FaultResult, Error> {
     let epoch = Instant::now();
+    let epoch_wall = jiff::Timestamp::now();
     let client = &env.client;
     let mut kinds = vec![WorkloadKind::Deployment];
     if fault == Fault::CrdRecreate {
@@ -145,10 +146,16 @@ async fn run_in(
             workloads.push((w, Duration::ZERO));
         }
     }
+    // Fault 8's evict-pods Deployments: their rollouts are pod restarts, judged apart (pod_restarts.rs).
+    let evicting = if fault == Fault::ConfiguredKind { layout.evicting() } else { Vec::new() };
+    let pod_watch = super::pod_restarts::PodWatch::start(client, &layout.namespaces[0], &evicting);
     if fault == Fault::ConfiguredKind {
         for w in layout.clonesets() {
             layout.create_custom(client, &w, tag).await?;
             workloads.push((w, Duration::ZERO));
+        }
+        for w in &evicting {
+            super::pod_restarts::create(client, layout, w, tag).await?;
         }
     }
     wait_until("the runner's watch to see every workload", Duration::from_secs(60), || {
@@ -268,11 +275,23 @@ async fn run_in(
             opts.converge_timeout,
         )
         .await?;
-        if converged.is_some() {
+        let restarted = match converged {
+            Some(_) if !evicting.is_empty() => {
+                let times = (epoch, epoch_wall);
+                let timeout = opts.converge_timeout;
+                super::pod_restarts::wait_restarted(client, &pod_watch, layout, &evicting, &resources, times, timeout)
+                    .await
+            }
+            other => other,
+        };
+        if converged.is_some() && restarted.is_some() {
             controllers.pause(opts.quiet).await?;
         }
         let histories = settle::histories(client, &tracker, layout, &workloads).await?;
-        let figures = analysis::analyze(&histories, &resources, converged);
+        let mut figures = analysis::analyze(&histories, &resources, converged);
+        if !evicting.is_empty() {
+            super::pod_restarts::analyze(&mut figures, &pod_watch, &evicting, &resources, epoch_wall, restarted);
+        }
         let converge_s = converged.map(|c| c.saturating_sub(last_update).as_secs_f64());
         Ok::<_, Error>((figures, outcome, burst_s, converge_s, driver.failures()))
     };
@@ -289,6 +308,7 @@ async fn run_in(
         None => None,
     };
     controllers.stop_all().await;
+    pod_watch.stop();
     let (figures, outcome, burst_s, converge_s, failed_updates) = measured?;
     let mut result = FaultResult {
         fault,
@@ -296,7 +316,7 @@ async fn run_in(
         title: fault.title().into(),
         strategy,
         command,
-        workloads: workloads.len(),
+        workloads: workloads.len() + evicting.len(),
         figures,
         burst_s,
         converge_s,
@@ -313,6 +333,13 @@ async fn run_in(
         duration_s: epoch.elapsed().as_secs_f64(),
     };
     check_effective(&mut result);
+    if fault == Fault::ConfiguredKind {
+        // The evict-pods workloads' rollouts are pod evictions: the controller must have made some.
+        match controllers.count_log("evicted pod") {
+            0 => result.violations.push("the controller's log shows no pod evicted".into()),
+            n => result.evidence.push(format!("{n} pods evicted (evict-pods), as the controller logged")),
+        }
+    }
     Ok(result)
 }
 

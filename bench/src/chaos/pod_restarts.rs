@@ -1,0 +1,260 @@
+//! Fault 8's `evict-pods` workloads: Deployments whose reloads restart their pods instead of writing the template.
+//! Their rollouts are pod evictions, seen from the runner's own watch of their pods, and judged by the same rule as
+//! the controller's (`reloader::pod_restarts`), in whole seconds as pods record creation:
+//!
+//! - an eviction is **justified** when a content of the workload's resource was acknowledged in or after the
+//!   second the pod was created (it may run older content) and before the eviction was seen; otherwise it is a
+//!   **duplicate**, or **spurious** once the workload had converged;
+//! - a workload is **missed** when, at the end, a pod of it was created more than a second before the final
+//!   content was acknowledged, or it has fewer pods than it wants.
+
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, Mutex, PoisonError},
+    time::{Duration, Instant},
+};
+
+use futures::StreamExt;
+use k8s_openapi::api::{apps::v1::Deployment, core::v1::Pod};
+use kube::{
+    Api, Client, ResourceExt,
+    api::PostParams,
+    runtime::{WatchStreamExt, watcher},
+};
+use serde_json::json;
+
+use super::{
+    analysis::{Figures, ResourceContents},
+    layout::{ChaosLayout, ChaosWorkload},
+};
+use crate::{Error, scenarios::objects};
+
+/// The boundary annotation the controller writes while pods are still to restart.
+const BOUNDARY: &str = "reloader.stakater.com/restart-pods-created-before";
+/// Replicas of each `evict-pods` Deployment: two, so one-at-a-time is exercised.
+pub const REPLICAS: usize = 2;
+
+/// One pod as the runner's watch saw it.
+#[derive(Clone, Debug)]
+struct SeenPod {
+    workload: String,
+    created: jiff::Timestamp,
+    /// When a deletion (eviction) was first seen.
+    deleted: Option<jiff::Timestamp>,
+}
+
+/// The runner's watch of the `evict-pods` workloads' pods.
+pub struct PodWatch {
+    pods: Arc<Mutex<BTreeMap<String, SeenPod>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl PodWatch {
+    /// Watches the pods of the run (`app` labels of `workloads`) in `namespace`.
+    pub fn start(client: &Client, namespace: &str, workloads: &[ChaosWorkload]) -> Self {
+        let names: Vec<String> = workloads.iter().map(|w| w.name.clone()).collect();
+        let selector = format!("app in ({})", names.join(","));
+        let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
+        let pods: Arc<Mutex<BTreeMap<String, SeenPod>>> = Arc::default();
+        let seen = pods.clone();
+        let task = tokio::spawn(async move {
+            let mut events = watcher(api, watcher::Config::default().labels(&selector)).default_backoff().boxed();
+            while let Some(event) = events.next().await {
+                let (pod, gone) = match event {
+                    Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => (p, false),
+                    Ok(watcher::Event::Delete(p)) => (p, true),
+                    _ => continue,
+                };
+                let now = jiff::Timestamp::now();
+                let mut map = seen.lock().unwrap_or_else(PoisonError::into_inner);
+                let entry = map.entry(pod.name_any()).or_insert_with(|| SeenPod {
+                    workload: pod.labels().get("app").cloned().unwrap_or_default(),
+                    created: pod.metadata.creation_timestamp.as_ref().map_or(now, |t| t.0),
+                    deleted: None,
+                });
+                if (gone || pod.metadata.deletion_timestamp.is_some()) && entry.deleted.is_none() {
+                    entry.deleted = Some(now);
+                }
+            }
+        });
+        Self { pods, task }
+    }
+
+    fn snapshot(&self) -> Vec<SeenPod> {
+        self.pods.lock().unwrap_or_else(PoisonError::into_inner).values().cloned().collect()
+    }
+
+    /// Stops watching.
+    pub fn stop(self) {
+        self.task.abort();
+    }
+}
+
+/// Creates an `evict-pods` Deployment (auto-annotated, [`REPLICAS`] replicas, the bench's pod spec).
+pub async fn create(client: &Client, layout: &ChaosLayout, w: &ChaosWorkload, tag: &str) -> Result<(), Error> {
+    let ns = &layout.namespaces[w.ns];
+    let labels = json!({"app": w.name});
+    let c = &layout.configs[w.resource];
+    let refs = [(c.kind, c.name.clone(), w.how)];
+    let d: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": w.name, "labels": {objects::RUN_LABEL: tag},
+                     "annotations": {objects::AUTO: "true", "reloader.stakater.com/rollout-strategy": "evict-pods"}},
+        "spec": {"replicas": REPLICAS, "selector": {"matchLabels": labels},
+                 "template": {"metadata": {"labels": labels}, "spec": objects::pod_spec(&refs)}}
+    }))?;
+    Api::<Deployment>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), &d)
+        .await
+        .map(|_| ())
+        .map_err(|e| Error::kube(format!("create Deployment {ns}/{}", w.name), e))
+}
+
+/// The wall time of each acknowledged content of `resource`.
+fn acknowledged(resource: &ResourceContents, epoch_wall: jiff::Timestamp) -> Vec<jiff::Timestamp> {
+    let at = |d: &Duration| epoch_wall.checked_add(jiff::SignedDuration::try_from(*d).unwrap_or_default());
+    resource.committed.iter().filter_map(|d| at(d).ok()).collect()
+}
+
+/// Pods of `w` left to restart or missing, for its resource's final content.
+fn pending(pods: &[SeenPod], w: &ChaosWorkload, last: Option<jiff::Timestamp>) -> Option<String> {
+    let live: Vec<&SeenPod> = pods.iter().filter(|p| p.workload == w.name && p.deleted.is_none()).collect();
+    let old = live.iter().filter(|p| last.is_some_and(|t| p.created.as_second() + 1 < t.as_second())).count();
+    if live.len() < REPLICAS || old > 0 {
+        return Some(format!(
+            "Deployment {}: {} pods, {old} older than its resource's last change",
+            w.name,
+            live.len()
+        ));
+    }
+    None
+}
+
+/// Waits until every `evict-pods` workload runs only pods of its resource's final content and has no boundary
+/// left; returns when (since `epoch`), `None` on timeout.
+pub async fn wait_restarted(
+    client: &Client,
+    watch: &PodWatch,
+    layout: &ChaosLayout,
+    workloads: &[ChaosWorkload],
+    resources: &[ResourceContents],
+    (epoch, epoch_wall): (Instant, jiff::Timestamp),
+    timeout: Duration,
+) -> Option<Duration> {
+    let start = Instant::now();
+    loop {
+        let pods = watch.snapshot();
+        let mut done = true;
+        for w in workloads {
+            let last = acknowledged(&resources[w.resource], epoch_wall).last().copied();
+            let api = Api::<Deployment>::namespaced(client.clone(), &layout.namespaces[w.ns]);
+            let boundary = api.get(&w.name).await.ok().is_some_and(|d| d.annotations().contains_key(BOUNDARY));
+            done &= !boundary && pending(&pods, w, last).is_none();
+        }
+        if done {
+            return Some(epoch.elapsed());
+        }
+        if start.elapsed() > timeout {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Adds the pod restarts to `figures`: each eviction a rollout, classified; each workload converged or missed.
+pub fn analyze(
+    figures: &mut Figures,
+    watch: &PodWatch,
+    workloads: &[ChaosWorkload],
+    resources: &[ResourceContents],
+    epoch_wall: jiff::Timestamp,
+    restarted_at: Option<Duration>,
+) {
+    judge(figures, &watch.snapshot(), workloads, resources, epoch_wall, restarted_at);
+}
+
+fn judge(
+    figures: &mut Figures,
+    pods: &[SeenPod],
+    workloads: &[ChaosWorkload],
+    resources: &[ResourceContents],
+    epoch_wall: jiff::Timestamp,
+    restarted_at: Option<Duration>,
+) {
+    let converged_wall =
+        restarted_at.and_then(|d| epoch_wall.checked_add(jiff::SignedDuration::try_from(d).ok()?).ok());
+    figures.converged &= restarted_at.is_some();
+    for w in workloads {
+        let acks = acknowledged(&resources[w.resource], epoch_wall);
+        figures.expected += acks.len();
+        if !acks.is_empty() {
+            figures.must_converge += 1;
+        }
+        if let Some(why) = pending(pods, w, acks.last().copied()) {
+            figures.missed += 1;
+            figures.problems.push(format!("missed: {why}"));
+        }
+        for p in pods.iter().filter(|p| p.workload == w.name) {
+            let Some(deleted) = p.deleted else { continue };
+            figures.rollouts += 1;
+            let justified = acks.iter().any(|a| a.as_second() >= p.created.as_second() && *a <= deleted);
+            if converged_wall.is_some_and(|c| deleted > c) {
+                figures.spurious += 1;
+                figures.problems.push(format!("spurious: Deployment {}: a pod evicted after convergence", w.name));
+            } else if !justified {
+                figures.duplicates += 1;
+                figures.problems.push(format!(
+                    "duplicate: Deployment {}: a pod created at {} evicted at {deleted} with no change since",
+                    w.name, p.created
+                ));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenarios::RefHow;
+
+    fn at(s: &str) -> jiff::Timestamp {
+        s.parse().expect("time")
+    }
+
+    fn pod(created: &str, deleted: Option<&str>) -> SeenPod {
+        SeenPod { workload: "web".into(), created: at(created), deleted: deleted.map(at) }
+    }
+
+    /// One content acknowledged at 10:00:05.5: evicting pods from before it is justified, evicting a pod created
+    /// after it is a duplicate, an eviction after convergence spurious, and a pod from before it left running missed.
+    #[test]
+    fn evictions_are_judged_by_the_controllers_rule_in_whole_seconds() {
+        let epoch = at("2026-12-05T10:00:00Z");
+        let resource = ResourceContents { committed: vec![Duration::from_millis(5500)], ..Default::default() };
+        let w = ChaosWorkload {
+            kind: super::super::observe::WorkloadKind::Deployment,
+            ns: 0,
+            name: "web".into(),
+            resource: 0,
+            how: RefHow::EnvFrom,
+        };
+        let judged = |pods: &[SeenPod], converged: Option<Duration>| {
+            let mut f = Figures { converged: true, ..Figures::default() };
+            judge(&mut f, pods, std::slice::from_ref(&w), std::slice::from_ref(&resource), epoch, converged);
+            (f.rollouts, f.duplicates, f.spurious, f.missed)
+        };
+        let replaced = [
+            pod("2026-12-05T09:00:00Z", Some("2026-12-05T10:00:06Z")),
+            pod("2026-12-05T10:00:05Z", Some("2026-12-05T10:00:07Z")), // its second: restarted once more, justified
+            pod("2026-12-05T10:00:07Z", None),
+            pod("2026-12-05T10:00:08Z", None),
+        ];
+        assert_eq!(judged(&replaced, Some(Duration::from_secs(9))), (2, 0, 0, 0));
+        let mut again = replaced.to_vec();
+        again[2].deleted = Some(at("2026-12-05T10:00:08.5Z"));
+        again.push(pod("2026-12-05T10:00:09Z", None));
+        assert_eq!(judged(&again, Some(Duration::from_secs(20))), (3, 1, 0, 0), "no change since it was created");
+        assert_eq!(judged(&again, Some(Duration::from_secs(8))), (3, 0, 1, 0), "after convergence");
+        let left = [pod("2026-12-05T09:00:00Z", None), pod("2026-12-05T10:00:07Z", None)];
+        assert_eq!(judged(&left, None), (0, 0, 0, 1), "a pod from before the change still runs");
+    }
+}
