@@ -182,8 +182,13 @@ pub fn register(kinds: Vec<ConfiguredKind>) -> Result<(), KindError> {
         return Err(KindError::TooMany);
     }
     for (i, k) in kinds.iter().enumerate() {
-        let builtin = matches!((k.group, k.kind), ("apps", _) | ("batch", _) | ("argoproj.io", "Rollout"))
-            || (k.group == "apps.openshift.io" && k.kind == "DeploymentConfig");
+        let builtin = matches!(
+            (k.group, k.kind),
+            ("apps", "Deployment" | "StatefulSet" | "DaemonSet")
+                | ("batch", "CronJob" | "Job")
+                | ("argoproj.io", "Rollout")
+                | ("apps.openshift.io", "DeploymentConfig")
+        );
         if builtin || kinds[..i].iter().any(|o| o.group == k.group && o.kind == k.kind) {
             return Err(KindError::Duplicate(k.api_version.to_owned(), format!("{} ({})", k.kind, k.group)));
         }

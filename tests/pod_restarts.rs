@@ -141,6 +141,16 @@ async fn delete_pods_restarts_the_pods_by_deleting_them() {
     set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
     reloader.wait_log("restarted every pod of Deployment 'web'").await;
     assert_eq!(reloader.count_log("deleted pod"), 2);
+    // The Reloaded Event says which strategy ran.
+    let events = ns.api::<k8s_openapi::api::events::v1::Event>();
+    wait_for("a Reloaded Event naming the strategy", RELOAD_WAIT, || async {
+        let list = events.list(&ListParams::default()).await.map_err(|e| e.to_string())?;
+        let reloaded = list.items.into_iter().filter(|e| e.reason.as_deref() == Some("Reloaded"));
+        let notes: Vec<String> = reloaded.filter_map(|e| e.note).collect();
+        let named = notes.iter().any(|n| n.ends_with("(rollout strategy: delete-pods)"));
+        if named { Ok(()) } else { Err(format!("{notes:?}")) }
+    })
+    .await;
     assert!(ready_pods(&ns, "web", 2).await.is_disjoint(&original));
     Kind::Deployment.stays_at_revisions(&ns, "web", 1).await;
 }

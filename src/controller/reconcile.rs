@@ -413,7 +413,9 @@ async fn write_plan(
     for r in &plan.reloads {
         let changed = r.changed_keys.as_deref();
         if let Some(events) = ctx.events() {
-            events.reloaded(key, uid.clone(), (&r.config.name, r.config.kind.upstream_type()), changed);
+            // The Event says how when it is not upstream's way (a template mark, a spawned Job, a recreated Job).
+            let how = Some(ran).filter(|r| !matches!(*r, "rollout" | "spawn"));
+            events.reloaded(key, uid.clone(), (&r.config.name, r.config.kind.upstream_type()), changed, how);
         }
         if let Some(alerts) = ctx.alerts() {
             alerts.reloaded(&crate::alerts::payload::ReloadAlert {

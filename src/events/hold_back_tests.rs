@@ -102,7 +102,7 @@ async fn the_flush_on_exit_publishes_held_events_at_once() {
     let (sink, flush) = EventSink::spawn(client, metrics, || true, Arc::new(Notify::new()));
     let key =
         WorkloadKey { kind: crate::workload::WorkloadKind::Deployment, namespace: "ns".into(), name: "web".into() };
-    sink.reloaded(&key, None, ("cfg", "CONFIGMAP"), None);
+    sink.reloaded(&key, None, ("cfg", "CONFIGMAP"), None, None);
     let server = tokio::spawn(async move {
         let (request, respond) = handle.next_request().await.expect("the Event's POST");
         let created = serde_json::json!({"apiVersion": "events.k8s.io/v1", "kind": "Event",

@@ -141,12 +141,15 @@ impl EventSink {
     /// upstream v1: `Reloaded` with `Changes detected in '<res>' of type '<TYPE>' in namespace '<ns>', Updated
     /// '<workload>' of type '<Kind>' in namespace '<ns>'`.
     /// Ours: ` (changed keys: a, b)` follows when the keys are known (names only).
+    /// `ran`: how, when not upstream's way (`restart`, `evict-pods`, `delete-pods`, a CronJob's `patch`), said at
+    /// the end of upstream's note.
     pub fn reloaded(
         &self,
         key: &WorkloadKey,
         uid: Option<String>,
         (resource, resource_type): (&str, &str),
         changed: Option<&crate::keyprints::ChangedKeys>,
+        ran: Option<&str>,
     ) {
         let mut note = format!(
             "Changes detected in '{resource}' of type '{resource_type}' in namespace '{ns}', Updated '{w}' of type '{k}' in namespace '{ns}'",
@@ -156,6 +159,9 @@ impl EventSink {
         );
         if let Some(keys) = changed.filter(|c| !c.is_empty()) {
             note.push_str(&format!(" (changed keys: {keys})"));
+        }
+        if let Some(ran) = ran {
+            note.push_str(&format!(" (rollout strategy: {ran})"));
         }
         self.send(key, uid, EventType::Normal, "Reloaded", "Reload", note);
     }
