@@ -213,10 +213,11 @@ mod tests {
 
     #[test]
     fn fault_lists_parse() {
-        assert_eq!(Fault::parse_list("all").map(|v| v.len()).ok(), Some(7));
+        assert_eq!(Fault::parse_list("all").map(|v| v.len()).ok(), Some(8));
         assert_eq!(Fault::parse_list("1, 7").ok(), Some(vec![Fault::ControllerKill, Fault::ConflictingWriter]));
+        assert_eq!(Fault::parse_list("8").ok(), Some(vec![Fault::ConfiguredKind]));
         assert!(Fault::parse_list("0").is_err());
-        assert!(Fault::parse_list("8").is_err());
+        assert!(Fault::parse_list("9").is_err());
         assert!(Fault::parse_list("x").is_err());
         assert_eq!(Fault::LeaderKill.number(), 6);
         assert_eq!(
