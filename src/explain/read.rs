@@ -84,29 +84,7 @@ pub async fn workload(
         list_facts(client, namespace, &params, keys, read, &wanted, (&mut configs, &mut views)).await?;
     }
     // `<namespace>/<name>` entries: the resources they name in other namespaces, allowed or refused.
-    let remote: std::collections::BTreeSet<(ConfigKind, &str)> = ConfigKind::ALL
-        .into_iter()
-        .filter(|k| watched.contains(k))
-        .flat_map(|k| summary.annotations.for_kind(k).remote.iter().map(move |(ns, _)| (k, ns.as_str())))
-        .filter(|(_, ns)| *ns != namespace)
-        .collect();
-    for (kind, remote_ns) in remote {
-        let mut found = Vec::new();
-        let out = (&mut found, &mut Vec::new());
-        match kind {
-            ConfigKind::ConfigMap => {
-                let read = (configmap_facts as FactsFn<ConfigMap>, configmap_views as ViewsFn<ConfigMap>);
-                list_facts(client, remote_ns, &params, keys, read, &[], out).await?;
-            }
-            _ => {
-                let read = (secret_facts as FactsFn<Secret>, secret_views as ViewsFn<Secret>);
-                list_facts(client, remote_ns, &params, keys, read, &[], out).await?;
-            }
-        }
-        let entries = &summary.annotations.for_kind(kind).remote;
-        let named = |c: &ConfigKey| entries.iter().any(|(ns, p)| *ns == *c.namespace && p.matches(&c.name));
-        configs.extend(found.into_iter().filter(|(c, _)| c.kind == kind && named(c)));
-    }
+    configs.extend(remote_facts(client, &summary, namespace, &params, keys, &watched).await?);
     let namespace_inactive = namespace_inactive(client, namespace, settings).await?;
     let start = if settings.sync_after_restart { Baseline::Stale } else { Baseline::Current };
     let hash_key = settings.hash_key.as_ref();
@@ -180,6 +158,43 @@ pub async fn dependents(
     };
     let decisions = crate::decision::DecisionSettings { namespace: rules, ..settings.decisions };
     Ok(explain_dependents(&config, &around, decisions, settings.strategy))
+}
+
+/// The resources of other namespaces a workload's `<namespace>/<name>` entries name (one LIST per namespace and
+/// kind), with their facts.
+async fn remote_facts(
+    client: &Client,
+    summary: &WorkloadSummary,
+    namespace: &str,
+    params: &ListParams,
+    keys: &AnnotationKeys,
+    watched: &[ConfigKind],
+) -> Result<Vec<(ConfigKey, ConfigFacts)>, ExplainError> {
+    let remote: std::collections::BTreeSet<(ConfigKind, &str)> = ConfigKind::ALL
+        .into_iter()
+        .filter(|k| watched.contains(k))
+        .flat_map(|k| summary.annotations.for_kind(k).remote.iter().map(move |(ns, _)| (k, ns.as_str())))
+        .filter(|(_, ns)| *ns != namespace)
+        .collect();
+    let mut out = Vec::new();
+    for (kind, remote_ns) in remote {
+        let mut found = Vec::new();
+        let into = (&mut found, &mut Vec::new());
+        match kind {
+            ConfigKind::ConfigMap => {
+                let read = (configmap_facts as FactsFn<ConfigMap>, configmap_views as ViewsFn<ConfigMap>);
+                list_facts(client, remote_ns, params, keys, read, &[], into).await?;
+            }
+            _ => {
+                let read = (secret_facts as FactsFn<Secret>, secret_views as ViewsFn<Secret>);
+                list_facts(client, remote_ns, params, keys, read, &[], into).await?;
+            }
+        }
+        let entries = &summary.annotations.for_kind(kind).remote;
+        let named = |c: &ConfigKey| entries.iter().any(|(ns, p)| *ns == *c.namespace && p.matches(&c.name));
+        out.extend(found.into_iter().filter(|(c, _)| c.kind == kind && named(c)));
+    }
+    Ok(out)
 }
 
 /// What [`list_workloads`] found: the workloads, the kinds not watched, the kinds the caller may not list.
