@@ -3,8 +3,9 @@
 //! the controller's (`reloader::pod_restarts`), in whole seconds as pods record creation:
 //!
 //! - an eviction is **justified** when a content of the workload's resource was acknowledged in or after the
-//!   second the pod was created (it may run older content) and before the eviction was seen; otherwise it is a
-//!   **duplicate**, or **spurious** once the workload had converged;
+//!   second before the pod was created (it may run older content, or was created in the second the controller saw
+//!   the change) and before the eviction was seen; otherwise it is a **duplicate**, or **spurious** once the
+//!   workload had converged;
 //! - a workload is **missed** when, at the end, a pod of it was created more than a second before the final
 //!   content was acknowledged, or it has fewer pods than it wants.
 
@@ -196,7 +197,9 @@ fn judge(
         for p in pods.iter().filter(|p| p.workload == w.name) {
             let Some(deleted) = p.deleted else { continue };
             figures.rollouts += 1;
-            let justified = acks.iter().any(|a| a.as_second() >= p.created.as_second() && *a <= deleted);
+            // The controller's boundary is the second after it *saw* the change, which may be the second after the
+            // runner's acknowledgement: a pod created then is restarted once more by design.
+            let justified = acks.iter().any(|a| a.as_second() + 1 >= p.created.as_second() && *a <= deleted);
             if converged_wall.is_some_and(|c| deleted > c) {
                 figures.spurious += 1;
                 figures.problems.push(format!("spurious: Deployment {}: a pod evicted after convergence", w.name));
@@ -250,7 +253,7 @@ mod tests {
         ];
         assert_eq!(judged(&replaced, Some(Duration::from_secs(9))), (2, 0, 0, 0));
         let mut again = replaced.to_vec();
-        again[2].deleted = Some(at("2026-12-05T10:00:08.5Z"));
+        again[3].deleted = Some(at("2026-12-05T10:00:08.5Z"));
         again.push(pod("2026-12-05T10:00:09Z", None));
         assert_eq!(judged(&again, Some(Duration::from_secs(20))), (3, 1, 0, 0), "no change since it was created");
         assert_eq!(judged(&again, Some(Duration::from_secs(8))), (3, 0, 1, 0), "after convergence");
