@@ -224,6 +224,8 @@ impl Index {
 #[cfg(test)]
 mod changes_tests;
 #[cfg(test)]
+mod cross_namespace_tests;
+#[cfg(test)]
 mod key_tests;
 #[cfg(test)]
 mod secret_tests;
