@@ -5,12 +5,32 @@
 //! the answer.
 //!
 //! Nothing here is remembered in memory. A reload writes, beside its record, the boundary
-//! `reloader.stakater.com/restart-pods-created-before` on the workload: the second after the change. A pod created
+//! `reloader.stakater.com/restart-pods-created-before` on the workload: the second after the change, as the API
+//! server stamped the resource's write (its clock also stamps pods' creation), not when a controller saw it — one
+//! that starts after the change counts the pods created since as new. A pod created
 //! before it may run the old content and is restarted; its replacement is created after it (restarts begin only
 //! once the boundary has passed, so no replacement shares its second). After a restart or failover the next
 //! controller reads the boundary and the pods' creation times and goes on where the last one stopped.
 
 use std::time::Duration;
+
+/// A workload's boundary as its `restart-pods-created-before` annotation holds it. It is removed only while the
+/// object still holds this text: a newer boundary, written for a change that came while the last restarts ended
+/// (and not yet in the watch), stays.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Boundary {
+    /// The time: pods created before it are to restart.
+    pub at: jiff::Timestamp,
+    /// The annotation's value, as written.
+    pub text: Box<str>,
+}
+
+impl Boundary {
+    /// The boundary an annotation value holds; `None` when it is not an RFC 3339 time.
+    pub fn parse(text: &str) -> Option<Self> {
+        Some(Self { at: text.parse().ok()?, text: text.into() })
+    }
+}
 
 /// What the controller knows of one pod of the workload.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,7 +1,8 @@
 //! A short subset of the chaos suite (RELIABILITY.md, `make chaos`) on the test cluster: faults 1 (the
 //! controller SIGKILLed twice mid-burst, restarted) and 7 (a concurrent writer replacing the Deployments with
 //! stale resourceVersions: 409 Conflicts), each with both reload strategies, and 8 (fault 1 with Kruise CloneSets
-//! reloaded through `--workload-kind`), over a small layout — 8 Deployments, an 8 s burst, a 5 s quiet period.
+//! reloaded through `--workload-kind` and Deployments whose pods are evicted), over a small layout — 8
+//! Deployments, an 8 s burst, a 5 s quiet period.
 //! Every run must end with 0 missed, 0 duplicate and 0 spurious rollouts, every template write classified.
 
 use std::time::Duration;
@@ -24,10 +25,6 @@ fn small() -> ChaosOptions {
         update_interval: Duration::from_millis(300),
         update_tasks: 1,
         kills: 2,
-        // Fault 8's evict-pods Deployments run in `make chaos` only: a controller restarted after a change it
-        // did not see yet restarts a pod created in between once more (issue 29's note), which this short run
-        // meets now and then.
-        evict_pods: false,
         ..ChaosOptions::default()
     }
 }
@@ -51,12 +48,13 @@ async fn chaos(fault: Fault, strategy: Strategy) {
     assert!(f.converged, "\n{summary}");
     assert!(r.violations.is_empty() && r.unexpected_exits.is_empty(), "\n{summary}");
     if fault == Fault::ConfiguredKind {
-        // 8 Deployments and 4 CloneSets, each converged on its resource's final content (0 missed).
-        assert_eq!(r.workloads, 12, "\n{summary}");
+        // 8 Deployments, 4 CloneSets and 2 evict-pods Deployments, each converged on its resource's final content
+        // (0 missed).
+        assert_eq!(r.workloads, 14, "\n{summary}");
     }
     match fault {
         Fault::ControllerKill => assert_eq!(r.evidence.len(), 2, "two SIGKILLs:\n{summary}"),
-        Fault::ConfiguredKind => assert_eq!(r.evidence.len(), 2, "two SIGKILLs:\n{summary}"),
+        Fault::ConfiguredKind => assert_eq!(r.evidence.len(), 3, "two SIGKILLs, pods evicted:\n{summary}"),
         _ => assert!(r.writer.as_ref().is_some_and(|w| w.conflicts > 0), "409s met:\n{summary}"),
     }
     let _ = std::fs::remove_dir_all(out);

@@ -65,6 +65,14 @@ async fn annotations(ns: &TestNamespace, name: &str) -> std::collections::BTreeM
     ns.api::<Deployment>().get(name).await.expect("deployment").metadata.annotations.unwrap_or_default()
 }
 
+/// Waits for the controller's first-sight record on the workload: it has seen the workload and its resources.
+async fn wait_recorded(ns: &TestNamespace, name: &str) {
+    wait_for("the first-sight record", RELOAD_WAIT, || async {
+        if annotations(ns, name).await.contains_key(APPLIED) { Ok(()) } else { Err("no record".to_owned()) }
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn evict_pods_restarts_each_pod_once_one_at_a_time_behind_a_pdb_and_finishes_after_a_kill() {
     let ns = TestNamespace::create("evict-pods").await;
@@ -77,10 +85,7 @@ async fn evict_pods_restarts_each_pod_once_one_at_a_time_behind_a_pdb_and_finish
     ns.api::<PodDisruptionBudget>().create(&PostParams::default(), &pdb).await.expect("create pdb");
     let original = ready_pods(&ns, "web", 3).await;
     let first = Reloader::start(&ns.name, &[]).await;
-    wait_for("the first-sight record", RELOAD_WAIT, || async {
-        if annotations(&ns, "web").await.contains_key(APPLIED) { Ok(()) } else { Err("no record".to_owned()) }
-    })
-    .await;
+    wait_recorded(&ns, "web").await;
 
     // Sampled throughout: never more than one pod down (terminating, missing or not Ready).
     let (stop, worst) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicUsize::new(0)));
@@ -134,10 +139,7 @@ async fn delete_pods_restarts_the_pods_by_deleting_them() {
     create_deployment(&ns, "web", 2, "delete-pods").await;
     let original = ready_pods(&ns, "web", 2).await;
     let reloader = Reloader::start(&ns.name, &[]).await;
-    wait_for("the first-sight record", RELOAD_WAIT, || async {
-        if annotations(&ns, "web").await.contains_key(APPLIED) { Ok(()) } else { Err("no record".to_owned()) }
-    })
-    .await;
+    wait_recorded(&ns, "web").await;
     set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
     reloader.wait_log("restarted every pod of Deployment 'web'").await;
     assert_eq!(reloader.count_log("deleted pod"), 2);
@@ -167,10 +169,7 @@ async fn the_restart_budget_holds_a_slot_until_the_last_pod_is_restarted() {
     }
     let reloader = Reloader::start(&ns.name, &["--max-concurrent-rollouts=1"]).await;
     for name in ["a", "b"] {
-        wait_for("the first-sight record", RELOAD_WAIT, || async {
-            if annotations(&ns, name).await.contains_key(APPLIED) { Ok(()) } else { Err("no record".to_owned()) }
-        })
-        .await;
+        wait_recorded(&ns, name).await;
     }
     let (stop, most) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicUsize::new(0)));
     let sampler = {
@@ -197,4 +196,67 @@ async fn the_restart_budget_holds_a_slot_until_the_last_pod_is_restarted() {
     sampler.await.expect("sampler");
     assert_eq!(most.load(Ordering::Relaxed), 1, "one workload's pods restarting at a time");
     assert_eq!(reloader.count_log("evicted pod"), 4);
+}
+
+/// A controller that starts after a change restarts only the pods created before the change, as the API server
+/// stamped it — not every pod created before the controller started: a replacement created since runs the new
+/// content already.
+#[tokio::test]
+async fn a_controller_started_after_a_change_restarts_only_the_pods_created_before_it() {
+    let ns = TestNamespace::create("evict-late").await;
+    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
+    create_deployment(&ns, "web", 2, "evict-pods").await;
+    let original = ready_pods(&ns, "web", 2).await;
+    let first = Reloader::start(&ns.name, &[]).await;
+    wait_recorded(&ns, "web").await;
+    drop(first);
+
+    set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
+    let cm = ns.api::<k8s_openapi::api::core::v1::ConfigMap>().get("cfg").await.expect("configmap");
+    let fields = cm.metadata.managed_fields.unwrap_or_default();
+    let written = fields.iter().filter_map(|f| f.time.as_ref().map(|t| t.0)).max().expect("a managedFields time");
+    // A pod created in a later second than the write: it starts with the new content.
+    wait_for("the second after the write", RELOAD_WAIT, || async {
+        let now = jiff::Timestamp::now().as_second();
+        if now > written.as_second() { Ok(()) } else { Err(format!("{now} ≤ {written}")) }
+    })
+    .await;
+    let replaced = original.iter().next().expect("a pod").clone();
+    let delete = kube::api::DeleteParams::default();
+    ns.api::<Pod>().delete(&replaced, &delete).await.expect("delete a pod");
+    let current = wait_for("a replacement, Ready", RELOAD_WAIT, || async {
+        let pods = ready_pods(&ns, "web", 2).await;
+        if pods.contains(&replaced) { Err(format!("{pods:?}")) } else { Ok(pods) }
+    })
+    .await;
+    let replacement: BTreeSet<String> = current.difference(&original).cloned().collect();
+    assert_eq!(replacement.len(), 1, "{original:?} → {current:?}");
+
+    let second = Reloader::start(&ns.name, &[]).await;
+    second.wait_log("restarted every pod of Deployment 'web'").await;
+    assert_eq!(second.count_log("evicted pod"), 1, "only the pod from before the change");
+    let after = ready_pods(&ns, "web", 2).await;
+    assert!(after.is_superset(&replacement), "the replacement created after the change runs on: {after:?}");
+    assert!(after.is_disjoint(&original), "the pod from before the change was restarted: {after:?}");
+}
+
+/// The boundary is removed only while it is the one whose restarts ended: one written since — for a change that
+/// came as they ended, not yet in the controller's watch — stays, or that change's pods would never restart (chaos
+/// fault 8 met it: the finished step's merge patch removed the boundary written a few milliseconds before).
+#[tokio::test]
+async fn a_boundary_written_since_is_not_removed_with_the_finished_one() {
+    use reloader::workload::{WorkloadKey, WorkloadKind, clear_pod_restart};
+    let ns = TestNamespace::create("evict-clear").await;
+    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
+    create_deployment(&ns, "web", 1, "evict-pods").await;
+    let newer = Patch::Merge(json!({"metadata": {"annotations": {BOUNDARY: "2026-12-05T10:00:07Z"}}}));
+    ns.api::<Deployment>().patch("web", &PatchParams::default(), &newer).await.expect("write a boundary");
+    let key = WorkloadKey { kind: WorkloadKind::Deployment, namespace: ns.name.as_str().into(), name: "web".into() };
+
+    let finished = clear_pod_restart(&ns.client, &key, "2026-12-05T10:00:06Z").await.expect("clear");
+    assert!(!finished, "another boundary is there");
+    assert_eq!(annotations(&ns, "web").await.get(BOUNDARY).map(String::as_str), Some("2026-12-05T10:00:07Z"));
+    assert!(clear_pod_restart(&ns.client, &key, "2026-12-05T10:00:07Z").await.expect("clear"));
+    assert!(!annotations(&ns, "web").await.contains_key(BOUNDARY), "its own boundary is removed");
+    assert!(!clear_pod_restart(&ns.client, &key, "2026-12-05T10:00:07Z").await.expect("clear"), "none left");
 }

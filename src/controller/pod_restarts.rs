@@ -15,7 +15,7 @@ use kube::{
     Api,
     api::{DeleteParams, EvictParams, ListParams},
 };
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use super::{Context, reconcile::Error};
 use crate::{
@@ -66,7 +66,8 @@ pub(super) fn restart_after(ctx: &Context, key: &WorkloadKey, boundary: jiff::Ti
 
 /// One step of `key`'s pod restarts, if it has any; `Ok(true)` when a pod was restarted.
 pub(super) async fn step(ctx: &Context, key: &WorkloadKey) -> Result<bool, Error> {
-    let Some((boundary, named)) = ctx.index().pod_restart(key) else { return Ok(false) };
+    let Some((written, named)) = ctx.index().pod_restart(key) else { return Ok(false) };
+    let boundary = written.at;
     // The boundary stays until every pod was restarted, whatever the annotation says meanwhile: `delete-pods` when
     // it (or the flag) says so, eviction otherwise.
     let strategy = named.filter(|s| s.restarts_pods()).unwrap_or(ctx.settings.rollout_strategy);
@@ -93,7 +94,12 @@ pub(super) async fn step(ctx: &Context, key: &WorkloadKey) -> Result<bool, Error
             if !ctx.write_slot().await {
                 return Ok(false);
             }
-            workload::clear_pod_restart(&ctx.client, key).await.map_err(error)?;
+            if !workload::clear_pod_restart(&ctx.client, key, &written.text).await.map_err(error)? {
+                // A change since wrote a newer boundary, not in the watch yet: its restarts follow when it is.
+                debug!(workload = %key, "the boundary {boundary} was replaced meanwhile: left in place");
+                ctx.queue.add_after(key.clone(), Instant::now(), Duration::from_millis(500));
+                return Ok(false);
+            }
             ctx.pod_restarts.forget(key);
             if let Some(next) = ctx.budget.finished(key) {
                 ctx.queue.add(next, Instant::now());

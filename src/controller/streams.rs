@@ -95,8 +95,15 @@ fn config_key(kind: ConfigKind, obj: &impl Resource) -> Option<ConfigKey> {
 pub fn configmap_facts(cm: &ConfigMap, keys: &AnnotationKeys) -> Option<(ConfigKey, ConfigFacts)> {
     let (ignored, matched) = config_flags(cm, keys);
     let hash = hash::configmap(cm.data.as_ref(), cm.binary_data.as_ref());
-    let facts = ConfigFacts::live(hash, ignored, matched).released_by(release_hold(cm));
+    let facts = ConfigFacts::live(hash, ignored, matched).released_by(release_hold(cm)).written(last_written(cm));
     Some((config_key(ConfigKind::ConfigMap, cm)?, facts))
+}
+
+/// When an object was last written, as the API server recorded it: the newest time of its `managedFields` (a
+/// manager's entry is stamped whenever it changes a field it owns). An upper bound of when its content changed;
+/// `None` when a client stripped them.
+fn last_written(obj: &impl Resource) -> Option<jiff::Timestamp> {
+    obj.meta().managed_fields.as_ref()?.iter().filter_map(|entry| entry.time.as_ref().map(|t| t.0)).max()
 }
 
 /// A resource's `release-hold` annotation (issue 17).
@@ -109,6 +116,7 @@ pub fn secret_facts(s: &Secret, keys: &AnnotationKeys) -> Option<(ConfigKey, Con
     let (ignored, matched) = config_flags(s, keys);
     let facts = ConfigFacts::live(hash::secret(s.data.as_ref()), ignored, matched);
     let facts = facts.sealed_by(s.metadata.uid.as_deref().unwrap_or_default()).released_by(release_hold(s));
+    let facts = facts.written(last_written(s));
     Some((config_key(ConfigKind::Secret, s)?, facts))
 }
 

@@ -27,9 +27,16 @@ impl Index {
 
     /// Records a resource. A new resource becomes, per `baseline`, what the workloads that may use it and have
     /// no record of it are assumed to run with.
-    pub fn upsert_config(&mut self, key: ConfigKey, facts: ConfigFacts, baseline: Baseline) -> ConfigUpdate {
+    pub fn upsert_config(&mut self, key: ConfigKey, mut facts: ConfigFacts, baseline: Baseline) -> ConfigUpdate {
         let previous = match self.configs.get_mut(&key) {
-            Some(entry) => Some(std::mem::replace(&mut entry.facts, facts)),
+            Some(entry) => {
+                // The content's write time: an update that keeps the content (annotations, a relist) keeps it.
+                let old = entry.facts;
+                if old.hash == facts.hash && !old.deleted && old.written_second != 0 {
+                    facts.written_second = old.written_second;
+                }
+                Some(std::mem::replace(&mut entry.facts, facts))
+            }
             None => {
                 self.configs.insert(key.clone(), ConfigEntry { facts, prints: Default::default() });
                 None
@@ -63,7 +70,8 @@ impl Index {
         match self.configs.get_mut(key).map(|e| &mut e.facts) {
             Some(f) if tombstone && !f.deleted => {
                 let marker = ContentHash::delete_marker();
-                *f = ConfigFacts { hash: marker, record_hash: marker, deleted: true, ..*f };
+                // When it was deleted is not on the object: `evict-pods` takes when the controller saw it.
+                *f = ConfigFacts { hash: marker, record_hash: marker, deleted: true, written_second: 0, ..*f };
                 true
             }
             Some(f) => {

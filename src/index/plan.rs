@@ -36,6 +36,8 @@ pub struct PlannedReload {
     pub reason: ReloadReason,
     /// The resource was deleted (`--reload-on-delete`): the env-vars strategy removes its variable.
     pub deleted: bool,
+    /// When its content was written, as the API server recorded it, if known ([`ConfigFacts::written_at`]).
+    pub written_at: Option<jiff::Timestamp>,
     /// The keys whose change this reload applies (names only), when known; for a key-level reader, those it
     /// reads.
     pub changed_keys: Option<std::sync::Arc<crate::keyprints::ChangedKeys>>,
@@ -167,6 +169,7 @@ impl Index {
                             container,
                             reason,
                             deleted: facts.deleted,
+                            written_at: facts.written_at(),
                             changed_keys,
                         });
                     }

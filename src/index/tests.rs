@@ -144,6 +144,30 @@ fn metadata_only_changes_are_not_content_changes() {
     assert_eq!(index.upsert_config(ck, ignored, Baseline::Current), ConfigUpdate::MetadataOnly);
 }
 
+/// The content's write time (for `evict-pods`' boundary) comes from the write that changed the content: a later
+/// write of metadata only, or a relist, keeps it; a deletion makes it unknown (the controller's own time is used).
+#[test]
+fn a_reload_carries_when_its_content_was_written() {
+    let at = |s: &str| s.parse::<jiff::Timestamp>().expect("time");
+    let mut index = Index::default();
+    let (wk, ws) = auto("web");
+    let (ck, v1) = cm("cfg", "v1");
+    index.upsert_config(ck.clone(), v1.written(Some(at("2026-12-05T10:00:00Z"))), Baseline::Current);
+    index.upsert_workload(wk.clone(), ws, Baseline::Current);
+    let (_, v2) = cm("cfg", "v2");
+    let changed = Some(at("2026-12-05T10:00:07Z"));
+    index.upsert_config(ck.clone(), v2.written(changed), Baseline::Current);
+    let relabelled = ConfigFacts { ignored: false, matched: true, ..v2 }.written(Some(at("2026-12-05T10:00:09Z")));
+    assert_eq!(index.upsert_config(ck.clone(), relabelled, Baseline::Current), ConfigUpdate::MetadataOnly);
+    assert_eq!(index.config(&ck).and_then(ConfigFacts::written_at), changed);
+    let reloads = full_plan(&mut index, &wk).reloads;
+    assert_eq!(reloads.iter().map(|r| r.written_at).collect::<Vec<_>>(), vec![changed]);
+
+    index.delete_config(&ck, true);
+    assert_eq!(index.config(&ck).and_then(ConfigFacts::written_at), None, "deleted: when is not on the object");
+    assert_eq!(v1.written(Some(at("2200-01-01T00:00:00Z"))).written_at(), None, "beyond four bytes: unknown");
+}
+
 #[test]
 fn named_lists_find_unreferenced_resources_by_regex() {
     let mut index = Index::default();

@@ -202,9 +202,9 @@ impl Index {
     pub fn pod_restart(
         &self,
         key: &WorkloadKey,
-    ) -> Option<(jiff::Timestamp, Option<crate::strategy::RolloutStrategy>)> {
+    ) -> Option<(crate::pod_restarts::Boundary, Option<crate::strategy::RolloutStrategy>)> {
         let summary = &self.workloads.get(key)?.summary;
-        Some((summary.restart_pods_before?, summary.rollout_strategy))
+        Some((summary.restart_pods_before.clone()?, summary.rollout_strategy))
     }
 
     /// A CronJob's `cronjob-reload` mode (`spawn` for anything not indexed).

@@ -119,7 +119,7 @@ pub struct WorkloadSummary {
     pub cronjob_reload: CronJobReload,
     /// `restart-pods-created-before`: its pods created before this are still to restart (`evict-pods`,
     /// `delete-pods`).
-    pub restart_pods_before: Option<jiff::Timestamp>,
+    pub restart_pods_before: Option<crate::pod_restarts::Boundary>,
     /// `STAKATER_*` names shared by several resources (`a-b`, `a.b`): their env values cannot tell which
     /// resource they record, so only the metadata record counts for them.
     pub ambiguous_env: Vec<String>,
@@ -201,7 +201,7 @@ pub fn summarise<K: WorkloadObject>(obj: &K, keys: &AnnotationKeys) -> Option<(W
     annotations.problems.extend(problem);
     let restart_pods_before = metadata_annotations
         .and_then(|a| a.get(crate::constants::annotation::RESTART_PODS_CREATED_BEFORE))
-        .and_then(|v| v.parse().ok());
+        .and_then(|v| crate::pod_restarts::Boundary::parse(v));
     let summary = WorkloadSummary {
         uid: obj.meta().uid.clone().unwrap_or_default(),
         annotations,

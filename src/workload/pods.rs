@@ -86,12 +86,25 @@ pub async fn pod_uses(client: &Client, key: &WorkloadKey) -> Result<PodReference
     Ok(found)
 }
 
-/// Removes the boundary: every pod was restarted.
-pub async fn clear_pod_restart(client: &Client, key: &WorkloadKey) -> Result<(), kube::Error> {
+/// Removes the boundary `text`: every pod created before it was restarted. `Ok(false)` when the object holds
+/// another value (or none) by now: a boundary written since stays (a JSON Patch `test`, so the API server decides).
+pub async fn clear_pod_restart(client: &Client, key: &WorkloadKey, text: &str) -> Result<bool, kube::Error> {
     let (resource, _) = kinds::visit(key.kind, Resource);
     let url = <DynamicObject as kube::Resource>::url_path(&resource, Some(&key.namespace));
-    let body = json!({"metadata": {"annotations": {RESTART_PODS_CREATED_BEFORE: null}}});
-    patch_for_generation(client, &url, &key.name, &Patch::Merge(&body)).await.map(|_| ())
+    let patch: json_patch::Patch =
+        serde_json::from_value(clear_boundary_patch(text)).map_err(kube::Error::SerdeError)?;
+    match patch_for_generation(client, &url, &key.name, &Patch::<()>::Json(patch)).await {
+        Ok(_) => Ok(true),
+        // The `test` failed: the boundary is not `text` any more.
+        Err(kube::Error::Api(status)) if status.code == 422 => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// The JSON Patch removing the boundary annotation if, and only if, it still is `text`.
+fn clear_boundary_patch(text: &str) -> Value {
+    let path = format!("/metadata/annotations/{}", RESTART_PODS_CREATED_BEFORE.replace('~', "~0").replace('/', "~1"));
+    json!([{"op": "test", "path": path, "value": text}, {"op": "remove", "path": path}])
 }
 
 /// A kind's API resource and template pointer.
@@ -108,6 +121,15 @@ impl KindVisitor for Resource {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_boundary_is_removed_only_while_it_is_the_one_restarted_for() {
+        let path = "/metadata/annotations/reloader.stakater.com~1restart-pods-created-before";
+        assert_eq!(
+            clear_boundary_patch("2026-12-05T10:00:06Z"),
+            json!([{"op": "test", "path": path, "value": "2026-12-05T10:00:06Z"}, {"op": "remove", "path": path}])
+        );
+    }
 
     #[test]
     fn the_selector_reads_match_labels_and_expressions_else_the_template_labels() {

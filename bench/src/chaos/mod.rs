@@ -162,8 +162,6 @@ pub struct ChaosOptions {
     pub kills: usize,
     /// How long fault 2 keeps the API server stopped.
     pub apiserver_stop: Duration,
-    /// Fault 8 also runs `evict-pods` Deployments (their evictions judged by `pod_restarts`).
-    pub evict_pods: bool,
 }
 
 impl Default for ChaosOptions {
@@ -183,7 +181,6 @@ impl Default for ChaosOptions {
             seed: 0x5eed_c4a05,
             kills: 3,
             apiserver_stop: Duration::from_secs(30),
-            evict_pods: true,
         }
     }
 }

@@ -3,9 +3,9 @@
 //! the controller's (`reloader::pod_restarts`), in whole seconds as pods record creation:
 //!
 //! - an eviction is **justified** when a content of the workload's resource was acknowledged in or after the
-//!   second before the pod was created (it may run older content, or was created in the second the controller saw
-//!   the change) and before the eviction was seen; otherwise it is a **duplicate**, or **spurious** once the
-//!   workload had converged;
+//!   second the pod was created (it may run older content: the controller's boundary is the second after the
+//!   API server stamped the write, which the runner's acknowledgement follows) and before the eviction was seen;
+//!   otherwise it is a **duplicate**, or **spurious** once the workload had converged;
 //! - a workload is **missed** when, at the end, a pod of it was created more than a second before the final
 //!   content was acknowledged, or it has fewer pods than it wants.
 
@@ -197,9 +197,7 @@ fn judge(
         for p in pods.iter().filter(|p| p.workload == w.name) {
             let Some(deleted) = p.deleted else { continue };
             figures.rollouts += 1;
-            // The controller's boundary is the second after it *saw* the change, which may be the second after the
-            // runner's acknowledgement: a pod created then is restarted once more by design.
-            let justified = acks.iter().any(|a| a.as_second() + 1 >= p.created.as_second() && *a <= deleted);
+            let justified = acks.iter().any(|a| a.as_second() >= p.created.as_second() && *a <= deleted);
             if converged_wall.is_some_and(|c| deleted > c) {
                 figures.spurious += 1;
                 figures.problems.push(format!("spurious: Deployment {}: a pod evicted after convergence", w.name));

@@ -147,7 +147,7 @@ async fn run_in(
         }
     }
     // Fault 8's evict-pods Deployments: their rollouts are pod restarts, judged apart (pod_restarts.rs).
-    let evicting = if fault == Fault::ConfiguredKind && opts.evict_pods { layout.evicting() } else { Vec::new() };
+    let evicting = if fault == Fault::ConfiguredKind { layout.evicting() } else { Vec::new() };
     let pod_watch = super::pod_restarts::PodWatch::start(client, &layout.namespaces[0], &evicting);
     if fault == Fault::ConfiguredKind {
         for w in layout.clonesets() {
