@@ -23,6 +23,7 @@ mod streams;
 mod translate;
 mod waiting;
 mod watch;
+mod worker;
 
 use std::{
     panic::AssertUnwindSafe,
@@ -37,11 +38,11 @@ use tracing::{debug, error, info, warn};
 
 use observer::Observer;
 pub use queue::WorkQueue;
-pub use reconcile::Error;
-use reconcile::{panic_message, worker};
 pub use settings::{OptionalKind, Settings};
 pub use streams::{config_flags, configmap_facts, secret_facts};
 pub use watch::{NamespaceValues, Observed, Source, StreamInfo, WatchPlan};
+pub use worker::Error;
+use worker::{panic_message, worker};
 
 use crate::{
     alerts::{AlertConfig, Alerter},

@@ -17,7 +17,7 @@ use kube::{
 };
 use tracing::{debug, info, warn};
 
-use super::{Context, reconcile::Error};
+use super::{Context, worker::Error};
 use crate::{
     pod_restarts::{Hold, PodFacts, Step, next_step},
     strategy::RolloutStrategy,
