@@ -1,8 +1,8 @@
 //! Workload kinds added by configuration (`--workload-kind`, issue 29) on the real control plane, with the projects'
-//! real CRDs (tests/crds: OpenKruise v1.8.4's CloneSet, Knative Serving v1.23.0's Service; no controller of theirs
-//! runs, so tests assert on the objects): objects written as users write them reload with both reload
-//! strategies and the restart strategy, and a Knative template that names its revision gets a new name; a kind whose
-//! API is not installed holds nothing back.
+//! real CRDs (tests/crds: OpenKruise v1.8.4's CloneSet, Advanced StatefulSet and DaemonSet, Knative Serving
+//! v1.23.0's Service; no controller of theirs runs, so tests assert on the objects): objects written as users write
+//! them reload with both reload strategies and the restart strategy, and a Knative template that names its revision
+//! gets a new name; a kind whose API is not installed holds nothing back.
 
 mod common;
 
@@ -143,6 +143,39 @@ async fn a_knative_service_reloads_with_annotations_and_restart_and_a_named_revi
     let mark = restarted.pointer("/spec/template/metadata/annotations/reloader.stakater.com~1last-reloaded-from");
     assert_eq!(mark, None, "restart writes only kubectl's mark");
     reloader.wait_log("updated 'hello' of type 'Service'").await;
+}
+
+/// The Kruise presets for Advanced StatefulSets and Advanced DaemonSets, given as a Deployment's environment gives
+/// them (`RELOADER_WORKLOAD_KINDS`, comma-separated): each reloads, beside the built-in kinds of the same name.
+#[tokio::test]
+async fn kruise_advanced_statefulsets_and_daemonsets_reload_through_presets_from_the_environment() {
+    let ns = TestNamespace::create("kruise-presets").await;
+    install_yaml_crd(&ns.client, KRUISE_STATEFULSET_CRD).await;
+    install_yaml_crd(&ns.client, KRUISE_DAEMONSET_CRD).await;
+    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
+    let uses =
+        json!({"containers": [{"name": "app", "image": "nginx", "envFrom": [{"configMapRef": {"name": "cfg"}}]}]});
+    let auto = json!({"reloader.stakater.com/auto": "true"});
+    let advanced_sets = resource("apps.kruise.io", "v1beta1", "StatefulSet", "statefulsets");
+    let sets = create_custom(&ns, &advanced_sets, "db", auto.clone(), uses.clone()).await;
+    let advanced_daemons = resource("apps.kruise.io", "v1alpha1", "DaemonSet", "daemonsets");
+    let daemons = create_custom(&ns, &advanced_daemons, "agent", auto, uses).await;
+    let env = [("RELOADER_WORKLOAD_KINDS", "kruise-statefulset,kruise-daemonset")];
+    let reloader = Reloader::start_with_env(&ns.name, &[], &env).await;
+    let v1 = configmap_hash(&[("k", "1")]);
+    wait_object(&sets, "db", "first-sight record", |o| recorded(o, &v1)).await;
+    wait_object(&daemons, "agent", "first-sight record", |o| recorded(o, &v1)).await;
+
+    set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
+    let v2 = configmap_hash(&[("k", "2")]);
+    for (api, name) in [(&sets, "db"), (&daemons, "agent")] {
+        wait_object(api, name, "the new hash in its template", |o| {
+            env_of(o, "STAKATER_CFG_CONFIGMAP").as_deref() == Some(v2.as_str())
+        })
+        .await;
+    }
+    reloader.wait_log("updated 'db' of type 'StatefulSet'").await;
+    reloader.wait_log("updated 'agent' of type 'DaemonSet'").await;
 }
 
 /// The other reload strategy for each: annotations for a CloneSet, env vars for a Knative Service (whose container

@@ -15,6 +15,10 @@ pub const DC_CRD: &str = include_str!("../crds/deploymentconfigs.apps.openshift.
 
 /// OpenKruise v1.8.4's CloneSet CRD, as the project publishes it (YAML).
 pub const CLONESET_CRD: &str = include_str!("../crds/clonesets.apps.kruise.io.yaml");
+/// OpenKruise v1.8.4's Advanced StatefulSet CRD (YAML).
+pub const KRUISE_STATEFULSET_CRD: &str = include_str!("../crds/statefulsets.apps.kruise.io.yaml");
+/// OpenKruise v1.8.4's Advanced DaemonSet CRD (YAML).
+pub const KRUISE_DAEMONSET_CRD: &str = include_str!("../crds/daemonsets.apps.kruise.io.yaml");
 /// Knative Serving v1.23.0's Service CRD (YAML).
 pub const KNATIVE_SERVICE_CRD: &str = include_str!("../crds/services.serving.knative.dev.yaml");
 
