@@ -102,6 +102,20 @@ async fn a_namespace_ignore_skips_and_a_namespace_pause_defers_until_lifted() {
     set_configmap_data(&ns, "cfg", &[("k", "4")]).await;
     annotate_namespace(&ns, json!({"reloader.stakater.com/pause": "maybe"})).await;
     reloader.wait_log("annotation \"reloader.stakater.com/pause\" value \"maybe\": not true or false").await;
+    // The Namespace gets the Event too (in `default`, as Events of cluster-scoped objects are).
+    let events = Api::<k8s_openapi::api::events::v1::Event>::all(ns.client.clone());
+    wait_for("an InvalidAnnotation Event on the Namespace", RELOAD_WAIT, || async {
+        let list = events.list(&Default::default()).await.map_err(|e| e.to_string())?;
+        let on_namespace = list.items.into_iter().filter(|e| {
+            e.regarding
+                .as_ref()
+                .is_some_and(|r| r.kind.as_deref() == Some("Namespace") && r.name == Some(ns.name.clone()))
+        });
+        let notes: Vec<String> =
+            on_namespace.filter(|e| e.reason.as_deref() == Some("InvalidAnnotation")).filter_map(|e| e.note).collect();
+        if notes.iter().any(|n| n.contains("value \"maybe\"")) { Ok(()) } else { Err(format!("{notes:?}")) }
+    })
+    .await;
     Kind::Deployment.wait_revisions(&ns, "web", 2).await;
     Kind::Deployment.wait_revisions(&ns, "keeps", 3).await;
     let v4 = configmap_hash(&[("k", "4")]);
