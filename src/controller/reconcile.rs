@@ -132,7 +132,8 @@ async fn write_plan(
     }
     // evict-pods / delete-pods: the template is not written; the boundary is, and the pods are restarted after.
     // It follows the newest change as the API server stamped it, not when this controller saw it: one that starts
-    // after a change must not count the pods created since as old (issue 29). Unknown (a deletion): when seen.
+    // after a change must not count the pods created since as old (issue 29). Unknown (a deletion, a CSI version):
+    // when seen.
     let pod_boundary = (rollout_strategy.restarts_pods() && !plan.reloads.is_empty()).then(|| {
         let changes = plan.reloads.iter().map(|r| r.written_at.unwrap_or(triggered.wall));
         crate::pod_restarts::boundary(changes.max().unwrap_or(triggered.wall))
