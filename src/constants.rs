@@ -97,6 +97,9 @@ pub const TRUE: &str = "true";
 /// The reason of a Deployment's `Progressing=False` condition once its `progressDeadlineSeconds` passed.
 pub const PROGRESS_DEADLINE_EXCEEDED: &str = "ProgressDeadlineExceeded";
 
+/// `spec.updateStrategy.type` of StatefulSets and DaemonSets that replace a pod only once it is deleted.
+pub const ON_DELETE: &str = "OnDelete";
+
 /// Page size of the initial ConfigMap/Secret lists. kube's default (500, client-go's) holds 500 full objects —
 /// their data included — plus the page's JSON at once per stream; with 4 KiB objects that is several MiB the
 /// allocator keeps after the sync. 100 objects per page bounds that buffer (bench/results/HISTORY.md, M1).

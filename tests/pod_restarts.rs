@@ -260,3 +260,33 @@ async fn a_boundary_written_since_is_not_removed_with_the_finished_one() {
     assert!(!annotations(&ns, "web").await.contains_key(BOUNDARY), "its own boundary is removed");
     assert!(!clear_pod_restart(&ns.client, &key, "2026-12-05T10:00:07Z").await.expect("clear"), "none left");
 }
+
+/// A StatefulSet with `updateStrategy: OnDelete` replaces no pod after a template write (upstream #294):
+/// `evict-pods` restarts its pods, the template untouched; the StatefulSet recreates each under its name.
+#[tokio::test]
+async fn evict_pods_restarts_an_on_delete_statefulset() {
+    use k8s_openapi::api::apps::v1::StatefulSet;
+
+    let ns = TestNamespace::create("evict-ondelete").await;
+    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
+    let annotations =
+        json!({"reloader.stakater.com/auto": "true", "reloader.stakater.com/rollout-strategy": "evict-pods"});
+    Kind::StatefulSet.create(&ns, "db", annotations, json!({}), env_from_configmap("cfg")).await;
+    let on_delete = Patch::Merge(json!({"spec": {"updateStrategy": {"type": "OnDelete", "rollingUpdate": null}}}));
+    ns.api::<StatefulSet>().patch("db", &PatchParams::default(), &on_delete).await.expect("OnDelete");
+    let before = ready_pods(&ns, "db", 1).await;
+    let uid = ns.api::<Pod>().get("db-0").await.expect("db-0").metadata.uid;
+    let reloader = Reloader::start(&ns.name, &[]).await;
+    wait_for("the first-sight record", RELOAD_WAIT, || async {
+        let db = ns.api::<StatefulSet>().get("db").await.map_err(|e| e.to_string())?;
+        if db.metadata.annotations.unwrap_or_default().contains_key(APPLIED) { Ok(()) } else { Err("none".into()) }
+    })
+    .await;
+    set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
+    reloader.wait_log("restarted every pod of StatefulSet 'db'").await;
+    assert_eq!(reloader.count_log("evicted pod"), 1);
+    assert_eq!(ready_pods(&ns, "db", 1).await, before, "recreated under its name");
+    let now = ns.api::<Pod>().get("db-0").await.expect("db-0").metadata.uid;
+    assert_ne!(now, uid, "db-0 is a new pod");
+    Kind::StatefulSet.stays_at_revisions(&ns, "db", 1).await;
+}

@@ -18,6 +18,7 @@ use kube::{
 use serde_json::json;
 
 const COUNT: usize = 30;
+const APPLIED: &str = "reloader.stakater.com/applied-hashes";
 
 /// Deployments whose rollout is not complete: the controller has not observed the template yet, or not every
 /// replica is updated and available (the definition, independent of the controller's code).
@@ -223,4 +224,42 @@ async fn a_write_that_changes_no_template_frees_its_slot_at_once() {
     set_configmap_data(&ns, "other", &[("k", "2")]).await;
     Kind::Deployment.wait_revisions(&ns, "web", 2).await;
     assert_eq!(Kind::StatefulSet.revisions(&ns, "pre").await, 1, "pre's write rolled it");
+}
+
+/// A StatefulSet with `updateStrategy: OnDelete` gets the new template, but its controller replaces no pod until
+/// one is deleted (upstream #294): its write starts no rollout. With `--max-concurrent-rollouts=1` it held the only
+/// slot until `--rollout-timeout` (and then counted as a failed rollout for the health gate); `web` must roll at
+/// once instead.
+#[tokio::test]
+async fn an_on_delete_statefulset_holds_no_slot() {
+    use k8s_openapi::api::apps::v1::StatefulSet;
+
+    let ns = TestNamespace::create("budget-ondelete").await;
+    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
+    create_configmap(&ns, "other", &[("k", "1")], &[]).await;
+    let auto = json!({"reloader.stakater.com/auto": "true"});
+    Kind::StatefulSet.create(&ns, "db", auto.clone(), json!({}), env_from_configmap("cfg")).await;
+    let on_delete = Patch::Merge(json!({"spec": {"updateStrategy": {"type": "OnDelete", "rollingUpdate": null}}}));
+    ns.api::<StatefulSet>().patch("db", &PatchParams::default(), &on_delete).await.expect("OnDelete");
+    Kind::Deployment.create(&ns, "web", auto, json!({}), env_from_configmap("other")).await;
+    wait_for("web rolled out", Duration::from_secs(120), || async {
+        let n = rolling(&ns).await;
+        if n == 0 { Ok(()) } else { Err(format!("{n} rolling")) }
+    })
+    .await;
+
+    let reloader = Reloader::start(&ns.name, &["--max-concurrent-rollouts=1", "--rollout-timeout=10m"]).await;
+    wait_for("the first-sight records", RELOAD_WAIT, || async {
+        let db = ns.api::<StatefulSet>().get("db").await.map_err(|e| e.to_string())?;
+        let web = ns.api::<Deployment>().get("web").await.map_err(|e| e.to_string())?;
+        let recorded = |a: &std::collections::BTreeMap<String, String>| a.contains_key(APPLIED);
+        if recorded(db.annotations()) && recorded(web.annotations()) { Ok(()) } else { Err("no record".into()) }
+    })
+    .await;
+    set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
+    reloader.wait_log("updated 'db'").await;
+    let db = Kind::StatefulSet.env(&ns, "db", "app", "STAKATER_CFG_CONFIGMAP").await;
+    assert_eq!(db, Some(configmap_hash(&[("k", "2")])), "db's template is written");
+    set_configmap_data(&ns, "other", &[("k", "2")]).await;
+    Kind::Deployment.wait_revisions(&ns, "web", 2).await;
 }

@@ -71,11 +71,9 @@ impl RolloutBudget {
         self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Asks for a slot for `key`'s rollout, before its template is written.
+    /// Asks for a slot for `key`'s rollout, before its template is written (or its pods restarted). The caller
+    /// asks only for a write that starts one: not for a CronJob's, nor for an `OnDelete` StatefulSet's template.
     pub fn admit(&self, key: &WorkloadKey, now: Instant) -> Admission {
-        if !key.kind.tracks_rollouts() {
-            return Admission::Go;
-        }
         let mut state = self.state();
         if self.limit > 0 && state.in_flight.len() >= self.limit {
             // A full budget may have slots past their timeout; otherwise [`Self::tick`] expires them each second
@@ -305,7 +303,7 @@ mod tests {
     }
 
     #[test]
-    fn untracked_kinds_and_no_limit_always_go_and_a_stuck_rollout_times_out() {
+    fn no_limit_always_goes_and_a_stuck_rollout_times_out() {
         let unlimited = RolloutBudget::new(0, Duration::from_secs(1));
         let now = Instant::now();
         for name in ["a", "b", "c"] {
@@ -314,8 +312,6 @@ mod tests {
         assert_eq!(unlimited.sizes(), (3, 0), "tracked without a limit, for timeouts");
         let budget = RolloutBudget::new(1, Duration::from_secs(60));
         assert_eq!(budget.admit(&w("a"), now), Admission::Go);
-        let job = WorkloadKey { kind: WorkloadKind::Job, ..w("job") };
-        assert_eq!(budget.admit(&job, now), Admission::Go, "not tracked: not counted");
         assert_eq!(budget.admit(&w("b"), now), Admission::Wait);
         assert_eq!(budget.tick(now), vec![], "no free slot yet");
         assert_eq!(budget.tick(now + Duration::from_secs(61)), vec![w("b")], "a timed out: b is woken");

@@ -121,7 +121,11 @@ async fn write_plan(
             ctx.metrics.skipped.with_label_values(&[wait.label()]).inc();
             return Ok(false);
         }
-        let admission = ctx.budget.admit(key, Instant::now());
+        // A write that starts no rollout its status would show (CronJobs, Jobs, a custom kind without a status
+        // rule, an `OnDelete` StatefulSet or DaemonSet) takes no slot; restarting its pods does.
+        let rolls = rollout_strategy.restarts_pods()
+            || ctx.index().rollout(key).is_some_and(|(state, _)| state != workload::RolloutState::Untracked);
+        let admission = if rolls { ctx.budget.admit(key, Instant::now()) } else { super::budget::Admission::Go };
         ctx.budget.report(&ctx.metrics.rollouts);
         if admission == super::budget::Admission::Wait {
             // Over --max-concurrent-rollouts: queued again when a slot frees.

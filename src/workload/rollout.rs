@@ -1,7 +1,7 @@
 //! Whether a workload's rollout is complete, from its status (issue 17's restart budget): the controller counts a
 //! rollout it started as in flight until its workload says so.
 
-use crate::keys::RolloutState;
+use crate::{constants::ON_DELETE, keys::RolloutState};
 
 /// A Deployment: `observedGeneration ≥ generation`, and `updatedReplicas`, `availableReplicas` and `replicas`
 /// all equal the desired count (old replicas gone).
@@ -21,8 +21,14 @@ pub fn deployment(d: &k8s_openapi::api::apps::v1::Deployment) -> RolloutState {
 }
 
 /// A StatefulSet: `observedGeneration ≥ generation`, `currentRevision == updateRevision`, and every replica
-/// updated and ready.
+/// updated and ready. With `updateStrategy: OnDelete` a template write starts no rollout (its controller replaces
+/// a pod only once someone deletes it: upstream stakater/Reloader#294): not tracked, so it holds no restart-budget
+/// slot for `--rollout-timeout` and never counts as failed for the health gate.
 pub fn statefulset(s: &k8s_openapi::api::apps::v1::StatefulSet) -> RolloutState {
+    let strategy = s.spec.as_ref().and_then(|s| s.update_strategy.as_ref()).and_then(|u| u.type_.as_deref());
+    if strategy == Some(ON_DELETE) {
+        return RolloutState::Untracked;
+    }
     let desired = s.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
     let Some(status) = &s.status else { return RolloutState::InProgress };
     let same_revision = status.current_revision.is_some() && status.current_revision == status.update_revision;
@@ -30,8 +36,13 @@ pub fn statefulset(s: &k8s_openapi::api::apps::v1::StatefulSet) -> RolloutState 
     complete(s.metadata.generation, status.observed_generation, [same_revision, counts[0], counts[1]])
 }
 
-/// A DaemonSet: `observedGeneration ≥ generation`, and every scheduled pod updated and available.
+/// A DaemonSet: `observedGeneration ≥ generation`, and every scheduled pod updated and available; with
+/// `updateStrategy: OnDelete` not tracked, as a StatefulSet.
 pub fn daemonset(d: &k8s_openapi::api::apps::v1::DaemonSet) -> RolloutState {
+    let strategy = d.spec.as_ref().and_then(|s| s.update_strategy.as_ref()).and_then(|u| u.type_.as_deref());
+    if strategy == Some(ON_DELETE) {
+        return RolloutState::Untracked;
+    }
     let Some(status) = &d.status else { return RolloutState::InProgress };
     let desired = status.desired_number_scheduled;
     let counts =
@@ -213,5 +224,16 @@ mod tests {
         let rolling = json!({"observedGeneration": 5, "desiredNumberScheduled": 2, "currentNumberScheduled": 2,
                              "numberMisscheduled": 0, "numberReady": 2, "updatedNumberScheduled": 1, "numberAvailable": 2});
         assert_eq!(daemonset(&object::<DaemonSet>(5, spec, rolling)), RolloutState::InProgress);
+    }
+
+    /// `OnDelete`: a template write replaces no pod, so nothing is awaited (upstream #294).
+    #[test]
+    fn on_delete_statefulsets_and_daemonsets_are_not_tracked() {
+        let on_delete = json!({"replicas": 1, "selector": {}, "template": {}, "serviceName": "w",
+                               "updateStrategy": {"type": "OnDelete"}});
+        let rolling = json!({"observedGeneration": 2, "currentRevision": "a", "updateRevision": "b"});
+        assert_eq!(statefulset(&object::<StatefulSet>(2, on_delete.clone(), rolling)), RolloutState::Untracked);
+        let rolling = json!({"observedGeneration": 5, "desiredNumberScheduled": 2, "updatedNumberScheduled": 0});
+        assert_eq!(daemonset(&object::<DaemonSet>(5, on_delete, rolling)), RolloutState::Untracked);
     }
 }
