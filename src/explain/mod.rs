@@ -265,10 +265,16 @@ pub fn explain(
                     .to_owned(),
             ),
             Some(wait) => Some(wait.to_string()),
-            None if gates.budget > 0 && key.kind.tracks_rollouts() => Some(format!(
-                "at most {} rollouts run at once (--max-concurrent-rollouts): it may wait for a slot",
-                gates.budget
-            )),
+            // As the controller asks the budget: a write that starts a rollout, or pods restarted.
+            None if gates.budget > 0
+                && (summary.rollout != crate::workload::RolloutState::Untracked
+                    || summary.rollout_strategy.is_some_and(|s| s.restarts_pods())) =>
+            {
+                Some(format!(
+                    "at most {} rollouts run at once (--max-concurrent-rollouts): it may wait for a slot",
+                    gates.budget
+                ))
+            }
             None => None,
         };
         (pending.collect(), waits)

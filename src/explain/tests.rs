@@ -170,3 +170,23 @@ fn a_suspended_cronjob_says_it_spawns_nothing() {
     );
     assert_eq!(waits(false), None);
 }
+
+/// With `--max-concurrent-rollouts`, a write that starts a rollout may wait for a slot; an `OnDelete` template
+/// write starts none (its pods are replaced only when deleted), so explain does not say it may wait.
+#[test]
+fn the_budget_line_follows_what_the_controller_counts() {
+    let (key, summary) = web(json!([{"name": "STAKATER_CFG_CONFIGMAP", "value": hash_of("1").to_string()}]));
+    let configs = configs();
+    let watched = [ConfigKind::ConfigMap];
+    let mut visible = visible(&configs, &watched, None, Baseline::Current);
+    visible.gates.budget = 2;
+    let explained = |summary: &WorkloadSummary| {
+        explain(&key, summary, &visible, DecisionSettings::default(), ReloadStrategy::EnvVars).to_text()
+    };
+    let budget = "  waits: at most 2 rollouts run at once (--max-concurrent-rollouts): it may wait for a slot\n";
+    assert!(explained(&summary).ends_with(budget), "{}", explained(&summary));
+    let on_delete = WorkloadSummary { rollout: crate::workload::RolloutState::Untracked, ..summary.clone() };
+    assert!(!explained(&on_delete).contains("--max-concurrent-rollouts"), "{}", explained(&on_delete));
+    let evicted = WorkloadSummary { rollout_strategy: Some(crate::strategy::RolloutStrategy::EvictPods), ..on_delete };
+    assert!(explained(&evicted).ends_with(budget), "{}", explained(&evicted));
+}
