@@ -5,12 +5,12 @@
 //! the answer.
 //!
 //! Nothing here is remembered in memory. A reload writes, beside its record, the boundary
-//! `reloader.stakater.com/restart-pods-created-before` on the workload: the second after the change, as the API
-//! server stamped the resource's write (its clock also stamps pods' creation), not when a controller saw it — one
-//! that starts after the change counts the pods created since as new. A pod created
-//! before it may run the old content and is restarted; its replacement is created after it (restarts begin only
-//! once the boundary has passed, so no replacement shares its second). After a restart or failover the next
-//! controller reads the boundary and the pods' creation times and goes on where the last one stopped.
+//! `reloader.stakater.com/restart-pods-created-before` on the workload: the second after the change as the API
+//! server stamped the resource's write (its clock also stamps pods' creation), not when a controller saw it, so one
+//! that starts after the change counts the pods created since as new. A pod created before the boundary may run
+//! the old content and is restarted; its replacement is created after it (restarts begin only once the boundary
+//! has passed, so no replacement shares its second). After a restart or failover the next controller reads the
+//! boundary and the pods' creation times and goes on where the last one stopped.
 
 use std::time::Duration;
 
