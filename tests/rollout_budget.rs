@@ -124,9 +124,10 @@ async fn a_budget_of_three_rolls_thirty_deployments_three_at_a_time() {
 }
 
 /// Issue 27: the budget is read from the cluster. A controller that starts (or takes over as leader) while a
-/// rollout is running counts it: here Deployment `held` is paused halfway through a template change (its status
-/// not complete), so with `--max-concurrent-rollouts=1` a change for `web` waits until `held` completes. Before,
-/// a new controller started from an empty budget and rolled `web` at once, beside the rollout already running.
+/// rollout is running counts it: here Deployment `held` is halfway through a template change whose new pod can
+/// never be scheduled (its status not complete), so with `--max-concurrent-rollouts=1` a change for `web` waits
+/// until `held` completes. Before, a new controller started from an empty budget and rolled `web` at once, beside
+/// the rollout already running.
 #[tokio::test]
 async fn a_rollout_running_when_the_controller_starts_holds_a_slot() {
     let ns = TestNamespace::create("budget-adopt").await;
@@ -143,18 +144,19 @@ async fn a_rollout_running_when_the_controller_starts_holds_a_slot() {
         if n == 0 { Ok(()) } else { Err(format!("{n} rolling")) }
     })
     .await;
-    // Paused with a new template: the Deployment controller observes it and rolls nothing.
+    // A new template whose pod no node takes: the new pod stays Pending beside the old one, the rollout half done.
+    // (A paused Deployment would not do: it rolls nothing, so it is not counted.)
     let deployments = ns.api::<Deployment>();
-    let hold = json!({"spec": {"paused": true, "template": {"metadata": {"annotations": {"change": "1"}}}}});
+    let hold = json!({"spec": {"template": {"spec": {"nodeSelector": {"reloader-test/no-such-node": "x"}}}}});
     deployments
         .patch("held", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&hold))
         .await
-        .expect("pause held");
-    wait_for("held's new template observed and not rolled", Duration::from_secs(60), || async {
+        .expect("hold held");
+    wait_for("held's new pod created and not available", Duration::from_secs(60), || async {
         let d = deployments.get("held").await.map_err(|e| e.to_string())?;
         let s = d.status.unwrap_or_default();
         let observed = s.observed_generation.unwrap_or(0) >= d.metadata.generation.unwrap_or(0);
-        if observed && s.updated_replicas.unwrap_or(0) == 0 { Ok(()) } else { Err(format!("{s:?}")) }
+        if observed && s.replicas == Some(2) && s.updated_replicas == Some(1) { Ok(()) } else { Err(format!("{s:?}")) }
     })
     .await;
 
@@ -173,11 +175,11 @@ async fn a_rollout_running_when_the_controller_starts_holds_a_slot() {
     .await;
     assert_eq!(Kind::Deployment.revisions(&ns, "web").await, 1, "web rolled beside the rollout already running");
 
-    let resume = json!({"spec": {"paused": false}});
+    let release = json!({"spec": {"template": {"spec": {"nodeSelector": null}}}});
     deployments
-        .patch("held", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&resume))
+        .patch("held", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&release))
         .await
-        .expect("resume held");
+        .expect("release held");
     Kind::Deployment.wait_revisions(&ns, "web", 2).await;
     let value = Kind::Deployment.env(&ns, "web", "app", "STAKATER_CFG_CONFIGMAP").await;
     assert_eq!(value, Some(configmap_hash(&[("k", "2")])));
@@ -226,40 +228,48 @@ async fn a_write_that_changes_no_template_frees_its_slot_at_once() {
     assert_eq!(Kind::StatefulSet.revisions(&ns, "pre").await, 1, "pre's write rolled it");
 }
 
-/// A StatefulSet with `updateStrategy: OnDelete` gets the new template, but its controller replaces no pod until
-/// one is deleted (upstream #294): its write starts no rollout. With `--max-concurrent-rollouts=1` it held the only
-/// slot until `--rollout-timeout` (and then counted as a failed rollout for the health gate); `web` must roll at
-/// once instead.
+/// Writes that start no rollout hold no slot: a StatefulSet with `updateStrategy: OnDelete` gets the new template,
+/// but its controller replaces no pod until one is deleted (upstream #294), and a paused Deployment (`kubectl
+/// rollout pause`) rolls nothing until resumed. With `--max-concurrent-rollouts=1` the first of them held the only
+/// slot until `--rollout-timeout` (and then counted as a failed rollout for the health gate): the other waited, and
+/// so did `web`. All three must be written at once.
 #[tokio::test]
-async fn an_on_delete_statefulset_holds_no_slot() {
+async fn writes_that_start_no_rollout_hold_no_slot() {
     use k8s_openapi::api::apps::v1::StatefulSet;
 
-    let ns = TestNamespace::create("budget-ondelete").await;
+    let ns = TestNamespace::create("budget-norollout").await;
     create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
     create_configmap(&ns, "other", &[("k", "1")], &[]).await;
     let auto = json!({"reloader.stakater.com/auto": "true"});
     Kind::StatefulSet.create(&ns, "db", auto.clone(), json!({}), env_from_configmap("cfg")).await;
     let on_delete = Patch::Merge(json!({"spec": {"updateStrategy": {"type": "OnDelete", "rollingUpdate": null}}}));
     ns.api::<StatefulSet>().patch("db", &PatchParams::default(), &on_delete).await.expect("OnDelete");
+    Kind::Deployment.create(&ns, "paused", auto.clone(), json!({}), env_from_configmap("cfg")).await;
     Kind::Deployment.create(&ns, "web", auto, json!({}), env_from_configmap("other")).await;
-    wait_for("web rolled out", Duration::from_secs(120), || async {
+    wait_for("the Deployments rolled out", Duration::from_secs(120), || async {
         let n = rolling(&ns).await;
         if n == 0 { Ok(()) } else { Err(format!("{n} rolling")) }
     })
     .await;
+    let pause = Patch::Merge(json!({"spec": {"paused": true}}));
+    ns.api::<Deployment>().patch("paused", &PatchParams::default(), &pause).await.expect("pause");
 
     let reloader = Reloader::start(&ns.name, &["--max-concurrent-rollouts=1", "--rollout-timeout=10m"]).await;
     wait_for("the first-sight records", RELOAD_WAIT, || async {
         let db = ns.api::<StatefulSet>().get("db").await.map_err(|e| e.to_string())?;
-        let web = ns.api::<Deployment>().get("web").await.map_err(|e| e.to_string())?;
-        let recorded = |a: &std::collections::BTreeMap<String, String>| a.contains_key(APPLIED);
-        if recorded(db.annotations()) && recorded(web.annotations()) { Ok(()) } else { Err("no record".into()) }
+        let deployments = ns.api::<Deployment>().list(&ListParams::default()).await.map_err(|e| e.to_string())?;
+        let mut annotations: Vec<_> = deployments.items.iter().map(|d| d.annotations()).collect();
+        annotations.push(db.annotations());
+        if annotations.iter().all(|a| a.contains_key(APPLIED)) { Ok(()) } else { Err("not all recorded".into()) }
     })
     .await;
     set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
     reloader.wait_log("updated 'db'").await;
-    let db = Kind::StatefulSet.env(&ns, "db", "app", "STAKATER_CFG_CONFIGMAP").await;
-    assert_eq!(db, Some(configmap_hash(&[("k", "2")])), "db's template is written");
+    reloader.wait_log("updated 'paused'").await;
+    let v2 = Some(configmap_hash(&[("k", "2")]));
+    assert_eq!(Kind::StatefulSet.env(&ns, "db", "app", "STAKATER_CFG_CONFIGMAP").await, v2, "db is written");
+    assert_eq!(Kind::Deployment.env(&ns, "paused", "app", "STAKATER_CFG_CONFIGMAP").await, v2, "paused too");
     set_configmap_data(&ns, "other", &[("k", "2")]).await;
     Kind::Deployment.wait_revisions(&ns, "web", 2).await;
+    assert_eq!(Kind::Deployment.revisions(&ns, "paused").await, 1, "paused rolls nothing");
 }
