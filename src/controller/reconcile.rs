@@ -329,7 +329,3 @@ fn template_change(r: &PlannedReload) -> TemplateChange {
         deleted: r.deleted,
     }
 }
-
-#[cfg(test)]
-#[path = "reconcile_tests.rs"]
-mod tests;

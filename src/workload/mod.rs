@@ -202,6 +202,10 @@ pub fn summarise<K: WorkloadObject>(obj: &K, keys: &AnnotationKeys) -> Option<(W
     let restart_pods_before = metadata_annotations
         .and_then(|a| a.get(crate::constants::annotation::RESTART_PODS_CREATED_BEFORE))
         .and_then(|v| crate::pod_restarts::Boundary::parse(v));
+    // Paused by a user (`kubectl rollout pause`), it rolls nothing until they resume it: not tracked meanwhile, so a
+    // template write to it takes no restart-budget slot, never counts as failed for the health gate, and holds no
+    // wave. Paused by `pause-period` (`paused-at` set) it is tracked: the controller resumes it, and it rolls then.
+    let rollout = if pause.paused && pause.paused_at.is_none() { RolloutState::Untracked } else { obj.rollout() };
     let summary = WorkloadSummary {
         uid: obj.meta().uid.clone().unwrap_or_default(),
         annotations,
@@ -221,7 +225,7 @@ pub fn summarise<K: WorkloadObject>(obj: &K, keys: &AnnotationKeys) -> Option<(W
         cronjob_reload,
         restart_pods_before,
         ambiguous_env,
-        rollout: obj.rollout(),
+        rollout,
         generation: obj.meta().generation.unwrap_or(0),
     };
     Some((WorkloadKey { kind: K::KIND, namespace: namespace.into(), name: obj.name_any() }, summary))
@@ -283,6 +287,22 @@ mod tests {
         let p = &s.annotations.problems;
         assert_eq!(p.len(), 1);
         assert_eq!((p[0].key.as_str(), p[0].value.as_str()), ("STAKATER_A_B_CONFIGMAP", "a-b, a.b"));
+    }
+
+    #[test]
+    fn a_deployment_paused_by_a_user_is_not_tracked_one_paused_by_pause_period_is() {
+        let rollout = |annotations: serde_json::Value| {
+            let d: Deployment = serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "web", "namespace": "ns", "generation": 2, "annotations": annotations},
+                "spec": {"paused": true, "replicas": 1, "selector": {}, "template": {"spec": {"containers": []}}},
+                "status": {"observedGeneration": 2, "replicas": 2, "updatedReplicas": 1, "availableReplicas": 1}
+            }))
+            .expect("deployment");
+            summarise(&d, &AnnotationKeys::default()).expect("summary").1.rollout
+        };
+        assert_eq!(rollout(serde_json::json!({})), RolloutState::Untracked, "kubectl rollout pause");
+        let ours = serde_json::json!({"deployment.reloader.stakater.com/paused-at": "2026-12-05T10:00:00Z"});
+        assert_eq!(rollout(ours), RolloutState::InProgress, "pause-period: resumed by the controller");
     }
 
     #[test]

@@ -4,13 +4,8 @@
 use crate::{constants::ON_DELETE, keys::RolloutState};
 
 /// A Deployment: `observedGeneration ≥ generation`, and `updatedReplicas`, `availableReplicas` and `replicas`
-/// all equal the desired count (old replicas gone). A paused one (`spec.paused`: `kubectl rollout pause`, or
-/// `pause-period`) rolls nothing until it is resumed: not tracked meanwhile, so a template write to it takes no
-/// restart-budget slot and never counts as failed for the health gate.
+/// all equal the desired count (old replicas gone). (Paused by a user: `super::summarise`.)
 pub fn deployment(d: &k8s_openapi::api::apps::v1::Deployment) -> RolloutState {
-    if d.spec.as_ref().and_then(|s| s.paused) == Some(true) {
-        return RolloutState::Untracked;
-    }
     let desired = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
     let Some(status) = &d.status else { return RolloutState::InProgress };
     let deadline_exceeded = status.conditions.iter().flatten().any(|c| {
@@ -231,13 +226,9 @@ mod tests {
         assert_eq!(daemonset(&object::<DaemonSet>(5, spec, rolling)), RolloutState::InProgress);
     }
 
-    /// `OnDelete`: a template write replaces no pod, so nothing is awaited (upstream #294); nor while a Deployment
-    /// is paused.
+    /// `OnDelete`: a template write replaces no pod, so nothing is awaited (upstream #294).
     #[test]
-    fn on_delete_statefulsets_and_daemonsets_and_paused_deployments_are_not_tracked() {
-        let paused = json!({"paused": true, "replicas": 1, "selector": {}, "template": {}});
-        let rolling = json!({"observedGeneration": 2, "replicas": 1, "updatedReplicas": 0, "availableReplicas": 1});
-        assert_eq!(deployment(&object::<Deployment>(2, paused, rolling)), RolloutState::Untracked);
+    fn on_delete_statefulsets_and_daemonsets_are_not_tracked() {
         let on_delete = json!({"replicas": 1, "selector": {}, "template": {}, "serviceName": "w",
                                "updateStrategy": {"type": "OnDelete"}});
         let rolling = json!({"observedGeneration": 2, "currentRevision": "a", "updateRevision": "b"});
