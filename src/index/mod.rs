@@ -243,6 +243,8 @@ mod cross_namespace_tests;
 #[cfg(test)]
 mod key_tests;
 #[cfg(test)]
+mod record_tests;
+#[cfg(test)]
 mod secret_tests;
 #[cfg(test)]
 mod tests;
