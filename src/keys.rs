@@ -73,8 +73,10 @@ impl WorkloadKind {
         }
     }
 
-    /// Whether its rollouts are counted by the restart budget and the health gate: every kind but CronJobs and
-    /// Jobs (a run is new pods, not a rollout).
+    /// Whether the kind has a status that tells its rollouts (what `restart` needs): every kind but CronJobs and
+    /// Jobs (a run is new pods, not a rollout) and configured kinds without a status rule. The budget and the
+    /// health gate go by each object's state (`RolloutState`): an `OnDelete` one, or one paused by a user, is
+    /// untracked too.
     pub fn tracks_rollouts(self) -> bool {
         match self {
             Self::CronJob | Self::Job => false,

@@ -68,9 +68,9 @@ impl Index {
     /// in its budget), and those with pods still to restart (`evict-pods`: counted until the last one is, so
     /// with a generation that never comes).
     pub fn rollouts_in_progress(&self) -> Vec<(WorkloadKey, i64)> {
-        let rolling = self.workloads.iter().filter(|(k, s)| {
-            let tracked = k.kind.tracks_rollouts() && s.summary.rollout == crate::workload::RolloutState::InProgress;
-            tracked || s.summary.restart_pods_before.is_some()
+        let rolling = self.workloads.iter().filter(|(_, s)| {
+            // Untracked kinds and objects (CronJobs, OnDelete, paused by a user) are never `InProgress`.
+            s.summary.rollout == crate::workload::RolloutState::InProgress || s.summary.restart_pods_before.is_some()
         });
         let awaited = |s: &WorkloadState| match s.summary.restart_pods_before {
             Some(_) => i64::MAX,
