@@ -274,3 +274,39 @@ async fn a_strimzi_pod_set_without_a_template_has_its_pods_evicted_for_what_they
     let after = sets.get("kafka-brokers").await.expect("podset").data["spec"].clone();
     assert_eq!(after, before, "its spec is never written");
 }
+
+/// A configured kind takes part in rollout waves through its preset's status rule: a Deployment of wave 1 waits
+/// until a CloneSet of wave 0, written first, reports its rollout complete (no Kruise controller runs here: its
+/// status is written as Kruise's would be, through the status subresource).
+#[tokio::test]
+async fn a_cloneset_in_a_lower_wave_holds_a_higher_one_until_its_status_says_complete() {
+    let ns = TestNamespace::create("cloneset-waves").await;
+    install_yaml_crd(&ns.client, CLONESET_CRD).await;
+    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
+    let uses =
+        json!({"containers": [{"name": "app", "image": "nginx", "envFrom": [{"configMapRef": {"name": "cfg"}}]}]});
+    let wave = |n: &str| json!({"reloader.stakater.com/auto": "true", "reloader.stakater.com/rollout-wave": n});
+    let api = create_custom(&ns, &clonesets(), "first", wave("0"), uses).await;
+    Kind::Deployment.create(&ns, "second", wave("1"), json!({}), env_from_configmap("cfg")).await;
+    let reloader = Reloader::start(&ns.name, &["--workload-kind=kruise-cloneset"]).await;
+    let v1 = configmap_hash(&[("k", "1")]);
+    wait_object(&api, "first", "first-sight record", |o| recorded(o, &v1)).await;
+
+    set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
+    let v2 = configmap_hash(&[("k", "2")]);
+    let first = wait_object(&api, "first", "the new hash in its template", |o| {
+        env_of(o, "STAKATER_CFG_CONFIGMAP").as_deref() == Some(v2.as_str())
+    })
+    .await;
+    reloader.wait_log("waits: wave 1: waits for CloneSet").await;
+    assert_eq!(Kind::Deployment.revisions(&ns, "second").await, 1, "wave 1 waits for the CloneSet");
+
+    let generation = first["metadata"]["generation"].as_i64().expect("generation");
+    let status = json!({"status": {"observedGeneration": generation, "replicas": 1, "updatedReplicas": 1,
+                                   "readyReplicas": 1, "availableReplicas": 1, "updatedReadyReplicas": 1}});
+    let patch = kube::api::Patch::Merge(&status);
+    api.patch_status("first", &kube::api::PatchParams::default(), &patch).await.expect("CloneSet status");
+    Kind::Deployment.wait_revisions(&ns, "second", 2).await;
+    let second = Kind::Deployment.env(&ns, "second", "app", "STAKATER_CFG_CONFIGMAP").await;
+    assert_eq!(second, Some(v2));
+}
