@@ -65,14 +65,6 @@ async fn annotations(ns: &TestNamespace, name: &str) -> std::collections::BTreeM
     ns.api::<Deployment>().get(name).await.expect("deployment").metadata.annotations.unwrap_or_default()
 }
 
-/// Waits for the controller's first-sight record on the workload: it has seen the workload and its resources.
-async fn wait_recorded(ns: &TestNamespace, name: &str) {
-    wait_for("the first-sight record", RELOAD_WAIT, || async {
-        if annotations(ns, name).await.contains_key(APPLIED) { Ok(()) } else { Err("no record".to_owned()) }
-    })
-    .await;
-}
-
 #[tokio::test]
 async fn evict_pods_restarts_each_pod_once_one_at_a_time_behind_a_pdb_and_finishes_after_a_kill() {
     let ns = TestNamespace::create("evict-pods").await;
@@ -85,7 +77,7 @@ async fn evict_pods_restarts_each_pod_once_one_at_a_time_behind_a_pdb_and_finish
     ns.api::<PodDisruptionBudget>().create(&PostParams::default(), &pdb).await.expect("create pdb");
     let original = ready_pods(&ns, "web", 3).await;
     let first = Reloader::start(&ns.name, &[]).await;
-    wait_recorded(&ns, "web").await;
+    Kind::Deployment.wait_recorded(&ns, "web").await;
 
     // Sampled throughout: never more than one pod down (terminating, missing or not Ready).
     let (stop, worst) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicUsize::new(0)));
@@ -139,7 +131,7 @@ async fn delete_pods_restarts_the_pods_by_deleting_them() {
     create_deployment(&ns, "web", 2, "delete-pods").await;
     let original = ready_pods(&ns, "web", 2).await;
     let reloader = Reloader::start(&ns.name, &[]).await;
-    wait_recorded(&ns, "web").await;
+    Kind::Deployment.wait_recorded(&ns, "web").await;
     set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
     reloader.wait_log("restarted every pod of Deployment 'web'").await;
     assert_eq!(reloader.count_log("deleted pod"), 2);
@@ -169,7 +161,7 @@ async fn the_restart_budget_holds_a_slot_until_the_last_pod_is_restarted() {
     }
     let reloader = Reloader::start(&ns.name, &["--max-concurrent-rollouts=1"]).await;
     for name in ["a", "b"] {
-        wait_recorded(&ns, name).await;
+        Kind::Deployment.wait_recorded(&ns, name).await;
     }
     let (stop, most) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicUsize::new(0)));
     let sampler = {
@@ -208,7 +200,7 @@ async fn a_controller_started_after_a_change_restarts_only_the_pods_created_befo
     create_deployment(&ns, "web", 2, "evict-pods").await;
     let original = ready_pods(&ns, "web", 2).await;
     let first = Reloader::start(&ns.name, &[]).await;
-    wait_recorded(&ns, "web").await;
+    Kind::Deployment.wait_recorded(&ns, "web").await;
     drop(first);
 
     set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
@@ -277,11 +269,7 @@ async fn evict_pods_restarts_an_on_delete_statefulset() {
     let before = ready_pods(&ns, "db", 1).await;
     let uid = ns.api::<Pod>().get("db-0").await.expect("db-0").metadata.uid;
     let reloader = Reloader::start(&ns.name, &[]).await;
-    wait_for("the first-sight record", RELOAD_WAIT, || async {
-        let db = ns.api::<StatefulSet>().get("db").await.map_err(|e| e.to_string())?;
-        if db.metadata.annotations.unwrap_or_default().contains_key(APPLIED) { Ok(()) } else { Err("none".into()) }
-    })
-    .await;
+    Kind::StatefulSet.wait_recorded(&ns, "db").await;
     set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
     reloader.wait_log("restarted every pod of StatefulSet 'db'").await;
     assert_eq!(reloader.count_log("evicted pod"), 1);

@@ -18,7 +18,6 @@ use kube::{
 use serde_json::json;
 
 const COUNT: usize = 30;
-const APPLIED: &str = "reloader.stakater.com/applied-hashes";
 
 /// Deployments whose rollout is not complete: the controller has not observed the template yet, or not every
 /// replica is updated and available (the definition, independent of the controller's code).
@@ -255,14 +254,10 @@ async fn writes_that_start_no_rollout_hold_no_slot() {
     ns.api::<Deployment>().patch("paused", &PatchParams::default(), &pause).await.expect("pause");
 
     let reloader = Reloader::start(&ns.name, &["--max-concurrent-rollouts=1", "--rollout-timeout=10m"]).await;
-    wait_for("the first-sight records", RELOAD_WAIT, || async {
-        let db = ns.api::<StatefulSet>().get("db").await.map_err(|e| e.to_string())?;
-        let deployments = ns.api::<Deployment>().list(&ListParams::default()).await.map_err(|e| e.to_string())?;
-        let mut annotations: Vec<_> = deployments.items.iter().map(|d| d.annotations()).collect();
-        annotations.push(db.annotations());
-        if annotations.iter().all(|a| a.contains_key(APPLIED)) { Ok(()) } else { Err("not all recorded".into()) }
-    })
-    .await;
+    Kind::StatefulSet.wait_recorded(&ns, "db").await;
+    for name in ["paused", "web"] {
+        Kind::Deployment.wait_recorded(&ns, name).await;
+    }
     set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
     reloader.wait_log("updated 'db'").await;
     reloader.wait_log("updated 'paused'").await;

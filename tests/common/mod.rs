@@ -93,6 +93,22 @@ impl Kind {
         .unwrap_or_default()
     }
 
+    /// Waits for the controller's first-sight record (`applied-hashes`) on the workload: it has seen the workload
+    /// and the resources it uses.
+    pub async fn wait_recorded(self, ns: &TestNamespace, name: &str) {
+        const APPLIED: &str = "reloader.stakater.com/applied-hashes";
+        wait_for(&format!("{self:?} {name}'s first-sight record"), RELOAD_WAIT, || async {
+            let annotations = match self {
+                Self::Deployment => ns.api::<Deployment>().get(name).await.map(|o| o.metadata.annotations),
+                Self::StatefulSet => ns.api::<StatefulSet>().get(name).await.map(|o| o.metadata.annotations),
+                Self::DaemonSet => ns.api::<DaemonSet>().get(name).await.map(|o| o.metadata.annotations),
+            };
+            let recorded = annotations.map_err(|e| e.to_string())?.unwrap_or_default().contains_key(APPLIED);
+            if recorded { Ok(()) } else { Err("no record".to_owned()) }
+        })
+        .await;
+    }
+
     /// Rollout revisions the cluster created: ReplicaSets of a Deployment, ControllerRevisions otherwise.
     pub async fn revisions(self, ns: &TestNamespace, name: &str) -> usize {
         let owned_by = |owners: Option<&Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference>>| {
