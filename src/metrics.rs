@@ -57,6 +57,10 @@ pub struct Metrics {
     /// `reloader_waiting_workloads{reason}` (ours, issue 17): workloads whose reload waits at a rollout gate
     /// (`held`, `wave`, `window`).
     pub waiting: IntGaugeVec,
+    /// `reloader_pod_restarts_stalled` (ours, issue 38): workloads whose `evict-pods`/`delete-pods` restarts have
+    /// made no progress for `--rollout-timeout` (a replacement that does not come, a PodDisruptionBudget that
+    /// allows none); they go on by themselves when it changes.
+    pub pod_restarts_stalled: IntGauge,
     /// `reloader_ready` (ours): 1 once every watch has synced.
     pub ready: Gauge,
     /// `reloader_write_limiter_wait_seconds_total` (ours): time writes spent waiting for the write rate limit
@@ -173,6 +177,11 @@ impl Metrics {
             &["resource", "namespace"],
         )
         .unwrap_or_else(|e| panic!("{e}"));
+        let pod_restarts_stalled = IntGauge::new(
+            "reloader_pod_restarts_stalled",
+            "Workloads whose evict-pods/delete-pods restarts made no progress for --rollout-timeout",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
         let panics =
             IntCounter::new("reloader_reconcile_panics_total", "Reconciles that panicked, contained and retried")
                 .unwrap_or_else(|e| panic!("{e}"));
@@ -195,6 +204,7 @@ impl Metrics {
             Box::new(index_objects.clone()),
             Box::new(rollouts.clone()),
             Box::new(waiting.clone()),
+            Box::new(pod_restarts_stalled.clone()),
             Box::new(watch_failing.clone()),
             Box::new(panics.clone()),
             Box::new(ready.clone()),
@@ -280,6 +290,7 @@ impl Metrics {
             index_objects,
             rollouts,
             waiting,
+            pod_restarts_stalled,
             watch_failing,
             panics,
             ready,

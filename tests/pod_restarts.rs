@@ -15,8 +15,13 @@ use std::{
 };
 
 use common::*;
-use k8s_openapi::api::{apps::v1::Deployment, core::v1::Pod, policy::v1::PodDisruptionBudget};
-use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use k8s_openapi::api::{
+    apps::v1::{DaemonSet, Deployment},
+    core::v1::{Pod, ResourceQuota},
+    events::v1::Event,
+    policy::v1::PodDisruptionBudget,
+};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
 const BOUNDARY: &str = "reloader.stakater.com/restart-pods-created-before";
@@ -36,8 +41,13 @@ async fn create_deployment(ns: &TestNamespace, name: &str, replicas: i32, strate
 
 /// Names of the workload's live (not terminating) pods, once `n` of them are Ready.
 async fn ready_pods(ns: &TestNamespace, app: &str, n: usize) -> BTreeSet<String> {
-    wait_for(&format!("{n} Ready pods of {app}"), RELOAD_WAIT, || async {
-        let pods = ns.api::<Pod>().list(&ListParams::default().labels(&format!("app={app}"))).await;
+    selected_ready(ns, &format!("app={app}"), n).await
+}
+
+/// Names of the pods `selector` finds, once there are `n` and every one is Ready.
+async fn selected_ready(ns: &TestNamespace, selector: &str, n: usize) -> BTreeSet<String> {
+    wait_for(&format!("{n} Ready pods of {selector}"), RELOAD_WAIT, || async {
+        let pods = ns.api::<Pod>().list(&ListParams::default().labels(selector)).await;
         let pods = pods.map_err(|e| e.to_string())?.items;
         let ready: BTreeSet<String> =
             pods.iter().filter(|p| is_ready(p)).filter_map(|p| p.metadata.name.clone()).collect();
@@ -103,8 +113,9 @@ async fn evict_pods_restarts_each_pod_once_one_at_a_time_behind_a_pdb_and_finish
     assert!(now.contains_key(BOUNDARY) && now[APPLIED].contains(&configmap_hash(&[("k", "2")])), "{now:?}");
     assert_eq!(ready_pods(&ns, "web", 3).await, original, "nothing evicted behind the budget");
 
-    let relax = Patch::Merge(json!({"spec": {"maxUnavailable": 1}}));
-    ns.api::<PodDisruptionBudget>().patch("web", &PatchParams::default(), &relax).await.expect("relax pdb");
+    // The budget removed: from here only the controller's pacing keeps the pods one at a time (the sampler's
+    // "never two down" would catch it taking a second pod before the first one's replacement is Ready).
+    ns.api::<PodDisruptionBudget>().delete("web", &DeleteParams::default()).await.expect("delete pdb");
     first.wait_log("evicted pod").await;
     let evicted_before_kill = first.count_log("evicted pod");
     drop(first);
@@ -277,4 +288,105 @@ async fn evict_pods_restarts_an_on_delete_statefulset() {
     let now = ns.api::<Pod>().get("db-0").await.expect("db-0").metadata.uid;
     assert_ne!(now, uid, "db-0 is a new pod");
     Kind::StatefulSet.stays_at_revisions(&ns, "db", 1).await;
+}
+
+/// A Deployment beside `web` whose pods carry `app=web` too (`track=<track>`): `web`'s selector finds them.
+async fn create_neighbour(ns: &TestNamespace, name: &str, track: &str, schedulable: bool) {
+    let labels = json!({"app": "web", "track": track});
+    let node_selector = if schedulable { json!({}) } else { json!({"no-such-label": "on-any-node"}) };
+    let d: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {"replicas": 1, "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": {"nodeSelector": node_selector,
+                "containers": [{"name": "app", "image": "x"}]}}}
+    }))
+    .expect("deployment");
+    ns.api::<Deployment>().create(&PostParams::default(), &d).await.expect("create neighbour");
+}
+
+/// The pods restarted are the workload's own by their owner chain (Deployment → ReplicaSet → Pod), not whatever
+/// its selector finds: a neighbour whose labels overlap is neither restarted nor waited for, even with a pod that
+/// never becomes Ready (issue 38, finding 2: `web-canary`'s pod was deleted for `web`, and a pending one stalled
+/// `web` forever).
+#[tokio::test]
+async fn only_the_workloads_own_pods_are_restarted_or_waited_for() {
+    let ns = TestNamespace::create("own-pods").await;
+    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
+    // The canary's pod is the oldest `app=web` pod: the one a selector-only restart takes first.
+    create_neighbour(&ns, "web-canary", "canary", true).await;
+    let canary = selected_ready(&ns, "track=canary", 1).await;
+    create_neighbour(&ns, "web-pending", "pending", false).await;
+    create_deployment(&ns, "web", 2, "delete-pods").await;
+    let original = selected_ready(&ns, "app=web,!track", 2).await;
+    let reloader = Reloader::start(&ns.name, &[]).await;
+    Kind::Deployment.wait_recorded(&ns, "web").await;
+
+    set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
+    reloader.wait_log("restarted every pod of Deployment 'web'").await;
+    assert_eq!(reloader.count_log("deleted pod"), 2, "{:#?}", reloader.logs());
+    assert_eq!(reloader.count_log("deleted pod web-canary"), 0, "{:#?}", reloader.logs());
+    assert!(selected_ready(&ns, "app=web,!track", 2).await.is_disjoint(&original));
+    assert_eq!(selected_ready(&ns, "track=canary", 1).await, canary, "the neighbour's pod is untouched");
+}
+
+/// A DaemonSet has no `spec.replicas`: the pods it should have are its status's `desiredNumberScheduled`. When the
+/// replacement of a restarted pod does not come — a ResourceQuota refuses it here, as a stopped or slow
+/// kube-controller-manager would never create it — the restarts stop with one pod down, say so once they have
+/// waited `--rollout-timeout` (log line, `ReloadFail` Event, `reloader_pod_restarts_stalled`), and go on by
+/// themselves when it comes (issue 38, finding 1: both pods were deleted within a second).
+#[tokio::test]
+async fn a_daemon_set_whose_replacement_does_not_come_loses_one_pod_and_goes_on_when_it_comes() {
+    let ns = TestNamespace::create("ds-restarts").await;
+    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
+    let annotations =
+        json!({"reloader.stakater.com/auto": "true", "reloader.stakater.com/rollout-strategy": "delete-pods"});
+    Kind::DaemonSet.create(&ns, "ds", annotations, json!({}), env_from_configmap("cfg")).await;
+    let original = ready_pods(&ns, "ds", 2).await;
+    let quota: ResourceQuota =
+        serde_json::from_value(json!({"metadata": {"name": "pods"}, "spec": {"hard": {"pods": "1"}}})).expect("quota");
+    let quotas = ns.api::<ResourceQuota>();
+    quotas.create(&PostParams::default(), &quota).await.expect("create quota");
+    wait_for("the quota's usage", RELOAD_WAIT, || async {
+        let q = quotas.get("pods").await.map_err(|e| e.to_string())?;
+        let used = q.status.and_then(|s| s.used).and_then(|u| u.get("pods").cloned());
+        used.map(|_| ()).ok_or_else(|| "not counted yet".to_owned())
+    })
+    .await;
+    let reloader = Reloader::start(&ns.name, &["--rollout-timeout=3s"]).await;
+    Kind::DaemonSet.wait_recorded(&ns, "ds").await;
+
+    set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
+    reloader.wait_log("deleted pod ds-").await;
+    let stalled = reloader.wait_log("are not restarted: none restarted for 3s").await;
+    assert!(stalled.contains("1 of 2 pods exist"), "{stalled}");
+    assert_eq!(reloader.count_log("deleted pod ds-"), 1, "{:#?}", reloader.logs());
+    let left = ready_pods(&ns, "ds", 1).await;
+    assert!(left.is_subset(&original), "the other pod still runs: {left:?} of {original:?}");
+    let metrics = http_get(&reloader.http_base().await, "/metrics").await.1;
+    assert_eq!(sample(&metrics, "reloader_pod_restarts_stalled"), Some(1.0), "{metrics}");
+    wait_for("a ReloadFail Event saying what the restarts wait for", RELOAD_WAIT, || async {
+        let events = ns.api::<Event>().list(&ListParams::default()).await.map_err(|e| e.to_string())?.items;
+        let said = events.iter().any(|e| {
+            e.reason.as_deref() == Some("ReloadFail")
+                && e.note.as_deref().is_some_and(|n| n.contains("1 of 2 pods exist"))
+        });
+        if said { Ok(()) } else { Err(format!("{events:#?}")) }
+    })
+    .await;
+
+    // The quota lifted (and the DaemonSet touched, so its controller looks again at once): the replacement comes,
+    // and the restarts go on by themselves.
+    quotas.delete("pods", &DeleteParams::default()).await.expect("delete quota");
+    let touch = Patch::Merge(json!({"metadata": {"labels": {"touched": "1"}}}));
+    ns.api::<DaemonSet>().patch("ds", &PatchParams::default(), &touch).await.expect("touch");
+    assert!(
+        reloader.has_log_within("restarted every pod of DaemonSet 'ds'", Duration::from_secs(90)).await,
+        "{:#?}",
+        reloader.logs()
+    );
+    assert_eq!(reloader.count_log("go on"), 1, "said once that they go on");
+    assert_eq!(reloader.count_log("deleted pod ds-"), 2);
+    assert!(ready_pods(&ns, "ds", 2).await.is_disjoint(&original));
+    let metrics = http_get(&reloader.http_base().await, "/metrics").await.1;
+    assert_eq!(sample(&metrics, "reloader_pod_restarts_stalled"), Some(0.0), "{metrics}");
 }

@@ -78,8 +78,10 @@ struct Context {
     limiter: Option<crate::ratelimit::RateLimiter>,
     /// Job recreations owed, kept in the cluster (`crate::workload::owed_jobs`).
     owed_jobs: crate::workload::OwedJobs,
-    /// What was said about pod restarts (`evict-pods`, `delete-pods`), to say it once.
-    pod_restarts: pod_restarts::Announced,
+    /// What this controller remembers of pod restarts in progress (`evict-pods`, `delete-pods`).
+    pod_restarts: pod_restarts::Progress,
+    /// Reads of pods for what they use (kinds without a pod template), a few at a time.
+    pod_reads: observe_pod_uses::PodReads,
 }
 
 impl Context {
@@ -200,6 +202,7 @@ pub async fn run(
         limiter,
         owed_jobs,
         pod_restarts: Default::default(),
+        pod_reads: Default::default(),
     });
     // The gauges start at 0, so dashboards and alerts see a series from the start instead of an absence.
     ctx.budget.report(&ctx.metrics.rollouts);

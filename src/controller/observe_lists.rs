@@ -129,7 +129,7 @@ impl Observer {
     pub(super) fn forget_workload(&self, key: &WorkloadKey, now: Instant) {
         self.ctx.index().delete_workload(key);
         self.ctx.waiting.forget(key, &self.ctx.metrics.waiting);
-        self.ctx.pod_restarts.forget(key);
+        self.ctx.pod_restarts.forget(key, &self.ctx.metrics.pod_restarts_stalled);
         for waiter in self.ctx.waiting.to_wake(now, Some(key)) {
             self.enqueue(waiter, now, Lane::Change);
         }

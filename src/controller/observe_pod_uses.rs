@@ -1,7 +1,8 @@
 //! The observer's part for kinds without a pod template (`--workload-kind …=-`, issue 29: StrimziPodSets): what
 //! their pods use stands for their references. Read from the pods (a LIST by the workload's selector) when the
 //! workload is first seen and whenever its `metadata.generation` moves (its owner changed what its pods run),
-//! off the observer's path; in between, each watch event of the workload keeps the references last read.
+//! off the observer's path, a few at a time (a relist of thousands of such workloads must not open thousands of
+//! LISTs at once); in between, each watch event of the workload keeps the references last read.
 
 use std::time::Instant;
 
@@ -15,6 +16,18 @@ use crate::{
     index::{Baseline, Index},
     workload::{PodReferences, WorkloadKey, WorkloadSummary},
 };
+
+/// How many reads of pods for what they use run at once.
+const CONCURRENT_POD_READS: usize = 4;
+
+/// The permits for those reads.
+pub(super) struct PodReads(tokio::sync::Semaphore);
+
+impl Default for PodReads {
+    fn default() -> Self {
+        Self(tokio::sync::Semaphore::new(CONCURRENT_POD_READS))
+    }
+}
 
 /// Gives `summary` (of a kind without a pod template) the references last read for the same workload; true when
 /// they must be read (anew): first seen, recreated, or its generation moved.
@@ -32,9 +45,11 @@ pub(super) fn carry_pod_uses(index: &Index, key: &WorkloadKey, summary: &mut Wor
 impl Observer {
     /// Reads what `key`'s pods use, and reports it back as an observation.
     pub(super) fn read_pod_uses(&self, key: WorkloadKey, uid: String) {
-        let (client, tx) = (self.ctx.client.clone(), self.fallback_tx.clone());
+        let (ctx, tx) = (self.ctx.clone(), self.fallback_tx.clone());
         tokio::spawn(async move {
-            let uses = crate::workload::pod_uses(&client, &key).await.map_err(|e| e.to_string());
+            // Never closed: a permit always comes.
+            let _permit = ctx.pod_reads.0.acquire().await;
+            let uses = crate::workload::pod_uses(&ctx.client, &key).await.map_err(|e| e.to_string());
             let _ = tx.unbounded_send(Observed::PodUses { key, uid, uses });
         });
     }

@@ -85,6 +85,7 @@ fn context_with(
         limiter,
         owed_jobs: Default::default(),
         pod_restarts: Default::default(),
+        pod_reads: Default::default(),
     })
 }
 

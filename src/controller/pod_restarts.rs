@@ -1,60 +1,130 @@
 //! The controller's half of `evict-pods` and `delete-pods` (`crate::pod_restarts`): one step per reconcile of a
-//! workload whose boundary says pods are still to restart — list its pods, restart the oldest when every other is
-//! Ready, and come back through the queue (the one owner of retries) until none is left; then remove the
-//! boundary. Everything it decides is read from the cluster, so a restart or failover goes on where it stopped.
-//! Under `--max-concurrent-rollouts` a workload holds its slot until its last pod was restarted.
+//! workload whose boundary says pods are still to restart — list its pods, keep its own (the owner chain), restart
+//! the oldest when every other is there and Ready, and come back through the queue (the one owner of retries)
+//! until none is left; then remove the boundary. Everything it decides is read from the cluster, so a restart or
+//! failover goes on where it stopped. Under `--max-concurrent-rollouts` a workload holds its slot until its last
+//! pod was restarted. A pause (workload or Namespace) or a closed reload window stops restarts in progress; a
+//! replacement that does not come stops them too, said once it has lasted `--rollout-timeout` (log line,
+//! `ReloadFail` Event, `reloader_pod_restarts_stalled`), looked at less and less often, and they go on by
+//! themselves.
 
 use std::{
     collections::HashMap,
-    sync::{Mutex, PoisonError},
+    sync::{Mutex, MutexGuard, PoisonError},
     time::{Duration, Instant},
 };
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::{
     Api,
-    api::{DeleteParams, EvictParams, ListParams},
+    api::{DeleteParams, EvictParams, ListParams, PostParams},
 };
 use tracing::{debug, info, warn};
 
 use super::{Context, worker::Error};
 use crate::{
-    pod_restarts::{Hold, PodFacts, Step, next_step},
+    gates::{self, Wait},
+    pod_restarts::{Boundary, Hold, PodFacts, Step, next_step, pods_to_record},
     strategy::RolloutStrategy,
     workload::{self, WorkloadKey},
 };
 
-/// How often a waiting restart looks again.
+/// How soon a waiting restart looks again the first time; each further look at the same wait doubles it.
 const WAIT_POLL: Duration = Duration::from_secs(2);
-/// How long a restart blocked by a PodDisruptionBudget waits before asking again.
-const BUDGET_POLL: Duration = Duration::from_secs(5);
+/// The longest a waiting restart goes without looking again (a GET of the workload and a LIST of its pods).
+const WAIT_POLL_MAX: Duration = Duration::from_secs(30);
+/// How often restarts stopped by a pause or a closed window look again (the index only: no request).
+const GATE_POLL: Duration = Duration::from_secs(30);
 
-/// What was said about a workload's restarts, so each is said once per boundary.
+/// What this controller remembers of each workload's restarts in progress: what it said, how often it has looked
+/// at the same wait, and when they last moved. A cache for what is said and when to look: lost at a restart, it
+/// only means a wait is said once more and looked at sooner.
 #[derive(Default)]
-pub(super) struct Announced {
-    said: Mutex<HashMap<WorkloadKey, (jiff::Timestamp, Said)>>,
+pub(super) struct Progress {
+    by_key: Mutex<HashMap<WorkloadKey, Tracked>>,
 }
 
-#[derive(Clone, Copy, Default)]
-struct Said {
-    blocked: bool,
+struct Tracked {
+    boundary: jiff::Timestamp,
+    /// When the restarts last moved (began, or a pod was restarted): a stall is measured from it.
+    moved: Instant,
+    /// Looks since then that found them waiting.
+    waits: u32,
+    blocked_said: bool,
+    gated_said: bool,
     stalled: bool,
 }
 
-impl Announced {
-    /// True the first time `what` is said for this boundary.
-    fn first(&self, key: &WorkloadKey, boundary: jiff::Timestamp, what: fn(&mut Said) -> &mut bool) -> bool {
-        let mut said = self.said.lock().unwrap_or_else(PoisonError::into_inner);
-        let entry = said.entry(key.clone()).or_insert((boundary, Said::default()));
-        if entry.0 != boundary {
-            *entry = (boundary, Said::default());
+impl Progress {
+    fn entry<'a>(
+        map: &'a mut MutexGuard<'_, HashMap<WorkloadKey, Tracked>>,
+        key: &WorkloadKey,
+        boundary: jiff::Timestamp,
+    ) -> &'a mut Tracked {
+        let fresh = || Tracked {
+            boundary,
+            moved: Instant::now(),
+            waits: 0,
+            blocked_said: false,
+            gated_said: false,
+            stalled: false,
+        };
+        let entry = map.entry(key.clone()).or_insert_with(fresh);
+        if entry.boundary != boundary {
+            *entry = fresh();
         }
-        !std::mem::replace(what(&mut entry.1), true)
+        entry
     }
 
-    /// Forgets what was said for `key` (its restarts ended, or it is gone).
-    pub(super) fn forget(&self, key: &WorkloadKey) {
-        self.said.lock().unwrap_or_else(PoisonError::into_inner).remove(key);
+    fn lock(&self) -> MutexGuard<'_, HashMap<WorkloadKey, Tracked>> {
+        self.by_key.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A pod was restarted: the waits start over. True when the restarts had been said to be stalled.
+    fn moved(&self, key: &WorkloadKey, boundary: jiff::Timestamp) -> bool {
+        let mut map = self.lock();
+        let t = Self::entry(&mut map, key, boundary);
+        t.moved = Instant::now();
+        t.waits = 0;
+        t.gated_said = false;
+        std::mem::take(&mut t.stalled)
+    }
+
+    /// They wait (again): how long until the next look, and whether they have now waited past `timeout` since
+    /// they last moved (true once, until they move again).
+    fn waited(&self, key: &WorkloadKey, boundary: jiff::Timestamp, timeout: Duration) -> (Duration, bool) {
+        let mut map = self.lock();
+        let t = Self::entry(&mut map, key, boundary);
+        let delay = WAIT_POLL.saturating_mul(1 << t.waits.min(4)).min(WAIT_POLL_MAX);
+        t.waits = t.waits.saturating_add(1);
+        let newly_stalled = !t.stalled && t.moved.elapsed() > timeout;
+        t.stalled |= newly_stalled;
+        (delay, newly_stalled)
+    }
+
+    /// True the first time a PodDisruptionBudget is said to block them (per boundary).
+    fn first_blocked(&self, key: &WorkloadKey, boundary: jiff::Timestamp) -> bool {
+        let mut map = self.lock();
+        !std::mem::replace(&mut Self::entry(&mut map, key, boundary).blocked_said, true)
+    }
+
+    /// True the first time a gate is said to stop them (until they move again).
+    fn first_gated(&self, key: &WorkloadKey, boundary: jiff::Timestamp) -> bool {
+        let mut map = self.lock();
+        !std::mem::replace(&mut Self::entry(&mut map, key, boundary).gated_said, true)
+    }
+
+    /// Forgets `key` (its restarts ended, or it is gone), and sets `reloader_pod_restarts_stalled`.
+    pub(super) fn forget(&self, key: &WorkloadKey, gauge: &prometheus::IntGauge) {
+        if self.lock().remove(key).is_some_and(|t| t.stalled) {
+            self.report(gauge);
+        }
+    }
+
+    /// Sets `reloader_pod_restarts_stalled`.
+    fn report(&self, gauge: &prometheus::IntGauge) {
+        let stalled = self.lock().values().filter(|t| t.stalled).count();
+        gauge.set(i64::try_from(stalled).unwrap_or(i64::MAX));
     }
 }
 
@@ -62,6 +132,12 @@ impl Announced {
 pub(super) fn restart_after(ctx: &Context, key: &WorkloadKey, boundary: jiff::Timestamp) {
     let wait = Duration::try_from(boundary.duration_since(jiff::Timestamp::now())).unwrap_or_default();
     ctx.queue.add_after(key.clone(), Instant::now(), wait.saturating_add(Duration::from_millis(100)));
+}
+
+/// A pause (the workload's or its Namespace's) or a closed reload window: restarts in progress stop as reloads do.
+fn gate_closed(ctx: &Context, key: &WorkloadKey) -> Option<Wait> {
+    let rollout_gates = ctx.index().workload_gates(key)?;
+    gates::gate(&rollout_gates, false, &[], jiff::Timestamp::now())
 }
 
 /// One step of `key`'s pod restarts, if it has any; `Ok(true)` when a pod was restarted.
@@ -78,8 +154,16 @@ pub(super) async fn step(ctx: &Context, key: &WorkloadKey) -> Result<bool, Error
         restart_after(ctx, key, boundary);
         return Ok(false);
     }
+    if let Some(wait) = gate_closed(ctx, key) {
+        if ctx.pod_restarts.first_gated(key, boundary) {
+            info!(namespace = %key.namespace, workload = %key.name, kind = %key.kind,
+                  "the pod restarts of {key} stop while it waits: {wait}");
+        }
+        ctx.queue.add_after(key.clone(), Instant::now(), GATE_POLL);
+        return Ok(false);
+    }
     let Some(target) = workload::pod_target(&ctx.client, key).await.map_err(error)? else {
-        if ctx.pod_restarts.first(key, boundary, |s| &mut s.stalled) {
+        if ctx.pod_restarts.first_blocked(key, boundary) {
             warn!(namespace = %key.namespace, workload = %key.name, kind = %key.kind,
                   "{key} has no selector nor template labels: its pods cannot be found to restart them");
         }
@@ -87,8 +171,24 @@ pub(super) async fn step(ctx: &Context, key: &WorkloadKey) -> Result<bool, Error
     };
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &key.namespace);
     let list = pods.list(&ListParams::default().labels(&target.selector)).await.map_err(error)?;
-    let facts: Vec<PodFacts> = list.items.iter().map(pod_facts).collect();
-    match next_step(&facts, boundary, now, target.replicas) {
+    let owners = workload::pod_owners(&ctx.client, &key.namespace, &target, &list.items).await.map_err(error)?;
+    let facts: Vec<PodFacts> = list.items.iter().map(|p| pod_facts(p, workload::is_owned(p, &owners))).collect();
+    let Some(want) = target.replicas.or(written.pods.map(i64::from)) else {
+        // Neither its spec nor its status says how many pods it should have: the first step records how many it
+        // has, before any is restarted, so that one that is not replaced is seen missing.
+        if !ctx.write_slot().await {
+            return Ok(false);
+        }
+        let counted = Boundary::new(boundary, Some(pods_to_record(&facts)));
+        let recorded = workload::record_pod_count(&ctx.client, key, &written.text, &counted.text);
+        if recorded.await.map_err(error)? {
+            debug!(workload = %key, "recorded the pods to restart with the boundary: {}", counted.text);
+        }
+        // Either way the watch shows the boundary to go on from.
+        ctx.queue.add_after(key.clone(), Instant::now(), Duration::from_millis(500));
+        return Ok(false);
+    };
+    match next_step(&facts, boundary, now, want) {
         Step::NotYet(wait) => ctx.queue.add_after(key.clone(), Instant::now(), wait),
         Step::Done => {
             if !ctx.write_slot().await {
@@ -100,7 +200,7 @@ pub(super) async fn step(ctx: &Context, key: &WorkloadKey) -> Result<bool, Error
                 ctx.queue.add_after(key.clone(), Instant::now(), Duration::from_millis(500));
                 return Ok(false);
             }
-            ctx.pod_restarts.forget(key);
+            ctx.pod_restarts.forget(key, &ctx.metrics.pod_restarts_stalled);
             if let Some(next) = ctx.budget.finished(key) {
                 ctx.queue.add(next, Instant::now());
             }
@@ -109,36 +209,35 @@ pub(super) async fn step(ctx: &Context, key: &WorkloadKey) -> Result<bool, Error
                   "restarted every pod of {} '{}' in namespace '{}' created before {boundary} ({})",
                   key.kind, key.name, key.namespace, strategy.as_str());
         }
-        Step::Wait { hold, left } => {
-            stalled(ctx, key, boundary, &hold, left, strategy);
-            ctx.queue.add_after(key.clone(), Instant::now(), WAIT_POLL);
-        }
+        Step::Wait { hold, left } => waits(ctx, key, boundary, &hold, left, strategy),
         Step::Restart { pod, left } => {
             if !ctx.write_slot().await {
                 return Ok(false);
             }
-            let result = match strategy {
-                RolloutStrategy::DeletePods => pods.delete(&pod, &DeleteParams::default()).await.map(|_| ()),
-                _ => pods.evict(&pod, &EvictParams::default()).await.map(|_| ()),
-            };
-            match result {
+            match restart(&pods, &pod, strategy).await {
                 Ok(()) => {
                     let done = if strategy == RolloutStrategy::DeletePods { "deleted" } else { "evicted" };
                     info!(namespace = %key.namespace, workload = %key.name, kind = %key.kind, pod = %pod, left,
                           strategy = strategy.as_str(),
                           "{done} pod {pod} of {} '{}' in namespace '{}' ({}; {} to restart after it)",
                           key.kind, key.name, key.namespace, strategy.as_str(), left - 1);
+                    if ctx.pod_restarts.moved(key, boundary) {
+                        info!(namespace = %key.namespace, workload = %key.name, kind = %key.kind,
+                              "the pod restarts of {key} go on");
+                        ctx.pod_restarts.report(&ctx.metrics.pod_restarts_stalled);
+                    }
                     ctx.queue.add_after(key.clone(), Instant::now(), Duration::from_millis(500));
                     return Ok(true);
                 }
-                // A PodDisruptionBudget allows no disruption now: wait and ask again, never delete instead.
+                // A PodDisruptionBudget allows no disruption now: wait and ask again, never delete anyway.
                 Err(kube::Error::Api(s)) if s.code == 429 => {
-                    if ctx.pod_restarts.first(key, boundary, |s| &mut s.blocked) {
+                    if ctx.pod_restarts.first_blocked(key, boundary) {
                         info!(namespace = %key.namespace, workload = %key.name, kind = %key.kind, pod = %pod,
-                              "evicting pod {pod} of {key} waits: {} ({left} to restart)", s.message);
+                              "{} pod {pod} of {key} waits: {} ({left} to restart)",
+                              if strategy == RolloutStrategy::DeletePods { "deleting" } else { "evicting" },
+                              s.message);
                     }
-                    stalled(ctx, key, boundary, &Hold::NotReady(pod), left, strategy);
-                    ctx.queue.add_after(key.clone(), Instant::now(), BUDGET_POLL);
+                    waits(ctx, key, boundary, &Hold::NotReady(pod), left, strategy);
                 }
                 // Gone meanwhile: the next step finds its replacement.
                 Err(kube::Error::Api(s)) if s.code == 404 => {
@@ -151,8 +250,24 @@ pub(super) async fn step(ctx: &Context, key: &WorkloadKey) -> Result<bool, Error
     Ok(false)
 }
 
-/// Past `--rollout-timeout` since the boundary with pods left: says so once (log line, Event); restarts go on.
-fn stalled(
+/// Restarts `pod`: evicts it, or (`delete-pods`) deletes it where an eviction would be allowed — a dry-run
+/// eviction asks its PodDisruptionBudgets first (429 when one allows no disruption now).
+async fn restart(pods: &Api<Pod>, pod: &str, strategy: RolloutStrategy) -> Result<(), kube::Error> {
+    if strategy == RolloutStrategy::DeletePods {
+        let ask = EvictParams {
+            post_options: PostParams { dry_run: true, ..PostParams::default() },
+            ..EvictParams::default()
+        };
+        pods.evict(pod, &ask).await?;
+        pods.delete(pod, &DeleteParams::default()).await.map(|_| ())
+    } else {
+        pods.evict(pod, &EvictParams::default()).await.map(|_| ())
+    }
+}
+
+/// The restarts wait: look again later (backing off while the wait lasts); once they have waited
+/// `--rollout-timeout` since they last moved, say so (log line, Event, `reloader_pod_restarts_stalled`).
+fn waits(
     ctx: &Context,
     key: &WorkloadKey,
     boundary: jiff::Timestamp,
@@ -161,12 +276,15 @@ fn stalled(
     strategy: RolloutStrategy,
 ) {
     let timeout = ctx.settings.rollout_budget.1;
-    let late = Duration::try_from(jiff::Timestamp::now().duration_since(boundary)).unwrap_or_default() > timeout;
-    if !late || !ctx.pod_restarts.first(key, boundary, |s| &mut s.stalled) {
+    let (delay, stalled) = ctx.pod_restarts.waited(key, boundary, timeout);
+    ctx.queue.add_after(key.clone(), Instant::now(), delay);
+    if !stalled {
         return;
     }
+    ctx.pod_restarts.report(&ctx.metrics.pod_restarts_stalled);
     let message = format!(
-        "{left} pods of {key} created before {boundary} are not restarted after {}s ({}): {hold}; still trying",
+        "{left} pods of {key} created before {boundary} are not restarted: none restarted for {}s ({}): {hold}; \
+         stopped until it changes",
         timeout.as_secs(),
         strategy.as_str()
     );
@@ -176,7 +294,7 @@ fn stalled(
     }
 }
 
-fn pod_facts(pod: &Pod) -> PodFacts {
+fn pod_facts(pod: &Pod, owned: bool) -> PodFacts {
     let created = pod.metadata.creation_timestamp.as_ref().map_or(jiff::Timestamp::UNIX_EPOCH, |t| t.0);
     let conditions = pod.status.as_ref().and_then(|s| s.conditions.as_ref());
     let ready = conditions.into_iter().flatten().any(|c| c.type_ == "Ready" && c.status == "True");
@@ -185,5 +303,6 @@ fn pod_facts(pod: &Pod) -> PodFacts {
         created,
         terminating: pod.metadata.deletion_timestamp.is_some(),
         ready,
+        owned,
     }
 }

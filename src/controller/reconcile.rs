@@ -137,10 +137,12 @@ async fn write_plan(
     // evict-pods / delete-pods: the template is not written; the boundary is, and the pods are restarted after.
     // It follows the newest change as the API server stamped it, not when this controller saw it: one that starts
     // after a change must not count the pods created since as old (issue 29). Unknown (a deletion, a CSI version):
-    // when seen.
+    // when seen. It never moves back, and keeps the pod count restarts in progress recorded.
     let pod_boundary = (rollout_strategy.restarts_pods() && !plan.reloads.is_empty()).then(|| {
         let changes = plan.reloads.iter().map(|r| r.written_at.unwrap_or(triggered.wall));
-        crate::pod_restarts::boundary(changes.max().unwrap_or(triggered.wall))
+        let at = crate::pod_restarts::boundary(changes.max().unwrap_or(triggered.wall));
+        let current = ctx.index().pod_restart(key).map(|(b, _)| b);
+        crate::pod_restarts::Boundary::advanced(current.as_ref(), at)
     });
     let changes: Vec<TemplateChange> = match pod_boundary {
         Some(_) => Vec::new(),
@@ -156,7 +158,7 @@ async fn write_plan(
         applied_hashes: plan.applied_hashes.as_ref().map(encode_applied_hashes),
         pause: pause.clone(),
         restart: rollout_strategy == RolloutStrategy::Restart,
-        restart_pods_before: pod_boundary.map(|b| b.to_string()),
+        restart_pods_before: pod_boundary.as_ref().map(|b| b.text.to_string()),
         cronjob_reload,
         owed_jobs: Some(&ctx.owed_jobs),
     };
@@ -258,7 +260,7 @@ async fn write_plan(
     }
     ctx.index().mark_written(key, &plan);
     if let Some(boundary) = pod_boundary {
-        super::pod_restarts::restart_after(ctx, key, boundary);
+        super::pod_restarts::restart_after(ctx, key, boundary.at);
     }
     let latency_ms = triggered.at.elapsed().as_secs_f64() * 1000.0;
     match &pause {

@@ -26,7 +26,9 @@ pub use cronjob::{CronJobReload, spawns_nothing};
 pub use lean::Lean;
 pub use list::list_summaries;
 pub use owed_jobs::OwedJobs;
-pub use pods::{PodReferences, PodTarget, clear_pod_restart, pod_target, pod_uses};
+pub use pods::{
+    PodReferences, PodTarget, clear_pod_restart, is_owned, pod_owners, pod_target, pod_uses, record_pod_count,
+};
 pub use record::HashRecord;
 pub use write::{WorkloadWrite, WriteStyle, resume, write};
 

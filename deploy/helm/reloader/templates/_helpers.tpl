@@ -182,10 +182,13 @@ Jobs/CronJobs/Rollouts/DeploymentConfigs fresh before rewriting them, and writes
 - apiGroups: [""]
   resources: [pods/eviction]
   verbs: [create]
-{{- /* the selector and replicas are read fresh before each restart */}}
+{{- /* the selector and replicas are read fresh before each restart; a Deployment's ReplicaSets prove its pods are its own */}}
 - apiGroups: [apps]
   resources: [deployments, daemonsets, statefulsets]
   verbs: [get]
+- apiGroups: [apps]
+  resources: [replicasets]
+  verbs: [list]
 {{- end }}
 {{- $presets := dict "knative-service" (list "serving.knative.dev" "services") "kruise-cloneset" (list "apps.kruise.io" "clonesets") "kruise-statefulset" (list "apps.kruise.io" "statefulsets") "kruise-daemonset" (list "apps.kruise.io" "daemonsets") }}
 {{- range $r.workloadKinds }}
