@@ -19,13 +19,16 @@ use std::{
 use tokio::sync::Notify;
 
 /// When a key was first triggered: the monotonic instant (for latency and ordering) and the wall-clock time
-/// that writes carry. Fixed when the entry is made and kept through retries.
+/// that writes carry. Fixed when the entry is made and kept through retries — for the content the first write
+/// carried: a retry that carries newer content takes a newer time ([`Trigger::mark_for`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Trigger {
     /// The monotonic time of the trigger.
     pub at: Instant,
     /// The trigger's wall-clock time.
     pub wall: jiff::Timestamp,
+    /// What a write attempted for this trigger carried (a fingerprint of its reloads), once one was.
+    pub carried: Option<u64>,
 }
 
 impl Trigger {
@@ -33,12 +36,30 @@ impl Trigger {
     pub fn at(at: Instant) -> Self {
         let now = jiff::Timestamp::now();
         let ago = jiff::SignedDuration::try_from(at.elapsed()).unwrap_or_default();
-        Self { at, wall: now.checked_sub(ago).unwrap_or(now) }
+        Self { at, wall: now.checked_sub(ago).unwrap_or(now), carried: None }
     }
 
-    /// The earlier of two triggers.
+    /// The time a write carrying `content` writes (the restart strategy's `restartedAt`, Argo's `restartAt`,
+    /// `observedAt`): this trigger's, unless an attempt of it carried other content. That write may have landed
+    /// with this time (its answer lost): the same time with newer content would change no template while the
+    /// record said it was applied (issue 38, finding 6), so newer content takes a later time, `now` at the
+    /// earliest a millisecond after.
+    pub fn mark_for(&mut self, content: u64, now: jiff::Timestamp) -> jiff::Timestamp {
+        if self.carried.is_some_and(|c| c != content) {
+            let later = self.wall.checked_add(jiff::SignedDuration::from_millis(1)).unwrap_or(self.wall);
+            self.wall = now.max(later);
+        }
+        self.carried = Some(content);
+        self.wall
+    }
+
+    /// The earlier of two triggers, with the time and content of a write attempted for either.
     fn earliest(self, other: Self) -> Self {
-        if other.at < self.at { other } else { self }
+        let (mut kept, dropped) = if other.at < self.at { (other, self) } else { (self, other) };
+        if kept.carried.is_none() && dropped.carried.is_some() {
+            (kept.wall, kept.carried) = (dropped.wall, dropped.carried);
+        }
+        kept
     }
 }
 

@@ -261,3 +261,29 @@ async fn every_attempt_of_a_trigger_carries_the_same_wall_clock_second() {
     let (_, t) = q.next().await.expect("b");
     assert_eq!(t.at, t0);
 }
+
+/// Issue 38, finding 6: a retry keeps its trigger's time for the content its first attempt carried; newer content
+/// picked up by a retry (a change that joined the waiting retry) takes a later time, so a `restartedAt` written
+/// with it differs from the one the first attempt may have landed with.
+#[tokio::test]
+async fn a_retry_that_carries_newer_content_writes_a_later_mark() {
+    let q = WorkQueue::new(Duration::ZERO, Duration::ZERO);
+    q.add("a", Instant::now());
+    let (k, mut first) = q.next().await.expect("a");
+    let wall = first.wall;
+    assert_eq!(first.mark_for(1, wall), wall, "the first attempt writes the trigger's time");
+    q.retry(&k, first, Duration::ZERO);
+    while q.len() == 0 {
+        tokio::task::yield_now().await;
+    }
+    // A change while the retry waits in the queue joins it: the earliest trigger is kept, with what its attempt
+    // carried.
+    q.add("a", Instant::now() + Duration::from_secs(5));
+    let (_, mut retried) = q.next().await.expect("a, retried");
+    assert_eq!((retried.wall, retried.carried), (wall, Some(1)));
+    assert_eq!(retried.clone().mark_for(1, wall), wall, "the same content: the same time, which changes nothing");
+    let later = retried.mark_for(2, wall);
+    assert_eq!(later, wall.checked_add(jiff::SignedDuration::from_millis(1)).expect("time"), "newer content");
+    let now = wall.checked_add(jiff::SignedDuration::from_secs(3)).expect("time");
+    assert_eq!(retried.mark_for(3, now), now, "a newer one again: now, which is later");
+}

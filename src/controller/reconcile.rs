@@ -36,7 +36,7 @@ async fn plan_with_views(
 
 /// Plans and writes one workload; `Ok(false)` when there was nothing to write. A view that could not be read is
 /// reported (and the workload retried) after the rest of the plan was written.
-pub(super) async fn reconcile(ctx: &Context, key: &WorkloadKey, triggered: Trigger) -> Result<bool, Error> {
+pub(super) async fn reconcile(ctx: &Context, key: &WorkloadKey, triggered: &mut Trigger) -> Result<bool, Error> {
     if ctx.webhook_mode() {
         // `--webhook-url`: notify instead of reloading; level-triggered reconciles must not write either.
         return Ok(false);
@@ -72,7 +72,7 @@ async fn resume(ctx: &Context, key: &WorkloadKey) -> Result<bool, Error> {
 async fn write_plan(
     ctx: &Context,
     key: &WorkloadKey,
-    triggered: Trigger,
+    triggered: &mut Trigger,
     mut plan: crate::index::WorkloadPlan,
 ) -> Result<bool, Error> {
     let (pause_state, uid, rollout_strategy, cronjob_reload) = {
@@ -153,8 +153,8 @@ async fn write_plan(
         changes: &changes,
         // The wall-clock time of the trigger, fixed in its queue entry, not of this attempt: a retry after a lost
         // response writes the same `observedAt` / `restartAt` again, which changes nothing, instead of a second
-        // rollout.
-        changed_at: triggered.wall,
+        // rollout — unless it carries newer content, which takes a later time (`Trigger::mark_for`).
+        changed_at: triggered.mark_for(content_fingerprint(&plan.reloads), now),
         applied_hashes: plan.applied_hashes.as_ref().map(encode_applied_hashes),
         pause: pause.clone(),
         restart: rollout_strategy == RolloutStrategy::Restart,
@@ -164,7 +164,7 @@ async fn write_plan(
     };
     let kind = key.kind.to_string();
     if !ctx.write_slot().await {
-        return Ok(stepped_down(ctx, key, triggered));
+        return Ok(stepped_down(ctx, key, *triggered));
     }
     let mut result = workload::write(&ctx.client, key, &write).await;
     if let Err(kube::Error::Api(status)) = &result
@@ -185,7 +185,7 @@ async fn write_plan(
         result = if plan.reloads.is_empty() {
             Ok(None)
         } else if !ctx.write_slot().await {
-            return Ok(stepped_down(ctx, key, triggered));
+            return Ok(stepped_down(ctx, key, *triggered));
         } else {
             let applied_hashes = plan.applied_hashes.as_ref().map(encode_applied_hashes);
             workload::write(&ctx.client, key, &WorkloadWrite { applied_hashes, ..write.clone() }).await
@@ -318,6 +318,16 @@ fn stepped_down(ctx: &Context, key: &WorkloadKey, triggered: Trigger) -> bool {
     }
     ctx.queue.add_again(key.clone(), triggered);
     false
+}
+
+/// What a write carries, for [`Trigger::mark_for`]: each resource with the hash written for it.
+fn content_fingerprint(reloads: &[PlannedReload]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    for r in reloads {
+        (&r.config, r.value, r.deleted).hash(&mut hasher);
+    }
+    hasher.finish()
 }
 
 fn template_change(r: &PlannedReload) -> TemplateChange {

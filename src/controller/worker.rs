@@ -101,7 +101,7 @@ pub(super) async fn worker(ctx: Arc<Context>, mut leader: tokio::sync::watch::Re
         if leader.wait_for(|l| *l).await.is_err() {
             return;
         }
-        let Some((key, triggered)) = ctx.queue.next().await else { return };
+        let Some((key, mut triggered)) = ctx.queue.next().await else { return };
         if !*leader.borrow() {
             ctx.queue.done(&key);
             ctx.queue.add_again(key, triggered);
@@ -111,7 +111,7 @@ pub(super) async fn worker(ctx: Arc<Context>, mut leader: tokio::sync::watch::Re
         m.queue_depth.set(i64::try_from(ctx.queue.len()).unwrap_or(i64::MAX));
         m.queue_latency.observe(triggered.at.elapsed().as_secs_f64());
         let started = Instant::now();
-        let result = match AssertUnwindSafe(reconcile(&ctx, &key, triggered)).catch_unwind().await {
+        let result = match AssertUnwindSafe(reconcile(&ctx, &key, &mut triggered)).catch_unwind().await {
             Ok(result) => result,
             Err(panic) => {
                 m.panics.inc();
