@@ -28,12 +28,56 @@ const BOUNDARY: &str = "reloader.stakater.com/restart-pods-created-before";
 const APPLIED: &str = "reloader.stakater.com/applied-hashes";
 
 async fn create_deployment(ns: &TestNamespace, name: &str, replicas: i32, strategy: &str) {
+    create_deployment_with(ns, name, replicas, strategy, json!({}), json!([])).await;
+}
+
+/// testenv's KWOK holds a pod with this label (empty) and a `STAKATER_*` variable not Ready (testenv/build.sh);
+/// removing the label lets it become Ready.
+const HELD: &str = "testenv.reloader.dev/unready-when-reloaded";
+
+/// A Deployment whose pods KWOK makes Ready only once a test's "kubelet" lets each one ([`slow_kubelet`]).
+async fn create_slow_deployment(ns: &TestNamespace, name: &str, replicas: i32, strategy: &str) {
+    let env = json!([{"name": "STAKATER_TEST_HOLD", "value": "1"}]);
+    create_deployment_with(ns, name, replicas, strategy, json!({ HELD: "" }), env).await;
+}
+
+/// Lets each pod of `app` become Ready once it has existed for `delay`: replacements take that long, so a
+/// controller that restarted the next pod before the last one's replacement is Ready would have two down.
+fn slow_kubelet(ns: &TestNamespace, app: &str, delay: Duration) -> tokio::task::JoinHandle<()> {
+    let (pods, selector) = (ns.api::<Pod>(), format!("app={app},{HELD}"));
+    tokio::spawn(async move {
+        loop {
+            let now = jiff::Timestamp::now();
+            for pod in pods.list(&ListParams::default().labels(&selector)).await.map(|l| l.items).unwrap_or_default() {
+                let created = pod.metadata.creation_timestamp.as_ref().map_or(now, |t| t.0);
+                let age = now.duration_since(created);
+                if age >= jiff::SignedDuration::try_from(delay).unwrap_or_default() {
+                    let name = pod.metadata.name.unwrap_or_default();
+                    let release = Patch::Merge(json!({"metadata": {"labels": { HELD: null }}}));
+                    let _ = pods.patch(&name, &PatchParams::default(), &release).await;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+}
+
+async fn create_deployment_with(
+    ns: &TestNamespace,
+    name: &str,
+    replicas: i32,
+    strategy: &str,
+    labels: serde_json::Value,
+    env: serde_json::Value,
+) {
+    let mut pod_labels = json!({"app": name});
+    pod_labels.as_object_mut().expect("labels").extend(labels.as_object().cloned().unwrap_or_default());
     let d: Deployment = serde_json::from_value(json!({
         "metadata": {"name": name, "annotations": {
             "reloader.stakater.com/auto": "true", "reloader.stakater.com/rollout-strategy": strategy}},
         "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
-            "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [{"name": "app", "image": "x",
-                "envFrom": [{"configMapRef": {"name": "cfg"}}]}]}}}
+            "template": {"metadata": {"labels": pod_labels}, "spec": {"containers": [{"name": "app", "image": "x",
+                "env": env, "envFrom": [{"configMapRef": {"name": "cfg"}}]}]}}}
     }))
     .expect("deployment");
     ns.api::<Deployment>().create(&PostParams::default(), &d).await.expect("create deployment");
@@ -79,7 +123,9 @@ async fn annotations(ns: &TestNamespace, name: &str) -> std::collections::BTreeM
 async fn evict_pods_restarts_each_pod_once_one_at_a_time_behind_a_pdb_and_finishes_after_a_kill() {
     let ns = TestNamespace::create("evict-pods").await;
     create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
-    create_deployment(&ns, "web", 3, "evict-pods").await;
+    // Each pod becomes Ready a second and a half after it is created, replacements too.
+    create_slow_deployment(&ns, "web", 3, "evict-pods").await;
+    let kubelet = slow_kubelet(&ns, "web", Duration::from_millis(1500));
     let pdb: PodDisruptionBudget = serde_json::from_value(json!({
         "metadata": {"name": "web"}, "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "web"}}}
     }))
@@ -131,8 +177,9 @@ async fn evict_pods_restarts_each_pod_once_one_at_a_time_behind_a_pdb_and_finish
     assert!(worst.load(Ordering::Relaxed) <= 1, "{} pods were down at once", worst.load(Ordering::Relaxed));
     Kind::Deployment.stays_at_revisions(&ns, "web", 1).await;
     let template = Kind::Deployment.template(&ns, "web").await;
-    let env = template.spec.and_then(|s| s.containers[0].env.clone());
-    assert_eq!(env, None, "the template is never written");
+    let env = template.spec.and_then(|s| s.containers[0].env.clone()).unwrap_or_default();
+    assert_eq!(env.len(), 1, "the template is never written: {env:?}");
+    kubelet.abort();
 }
 
 #[tokio::test]

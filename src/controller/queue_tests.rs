@@ -273,7 +273,7 @@ async fn a_retry_that_carries_newer_content_writes_a_later_mark() {
     let wall = first.wall;
     assert_eq!(first.mark_for(1, wall), wall, "the first attempt writes the trigger's time");
     q.retry(&k, first, Duration::ZERO);
-    while q.len() == 0 {
+    while q.is_empty() {
         tokio::task::yield_now().await;
     }
     // A change while the retry waits in the queue joins it: the earliest trigger is kept, with what its attempt
