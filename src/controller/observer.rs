@@ -233,6 +233,9 @@ impl Observer {
                 let update = index.upsert_workload(key.clone(), *summary, baseline);
                 self.update_gauges(&index);
                 let uid = index.workload_uid(&key);
+                // Pods still to restart (`evict-pods`, `delete-pods`): its status moving (a replacement Ready) is
+                // when the next step may go; between such moves the step only backs off.
+                let restarting = index.pod_restart(&key).is_some();
                 drop(index);
                 // Only where the controller acts: a tenant outside its namespaces is not its to report on.
                 let problems = if self.active(&key.namespace) { update.new_problems.as_slice() } else { &[] };
@@ -257,7 +260,7 @@ impl Observer {
                 if read_pods {
                     self.read_pod_uses(key.clone(), uid.clone().unwrap_or_default());
                 }
-                if update.relevant && self.synced {
+                if (update.relevant || restarting) && self.synced {
                     self.enqueue(key, now, Lane::Change);
                 }
             }
