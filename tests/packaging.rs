@@ -110,7 +110,7 @@ fn added_values_render_their_flags_and_defaults_render_none() {
         "reloader.rolloutStrategy=restart",
         "reloader.namespaceRules=true",
         "reloader.allowCrossNamespaceReferences=true",
-        "reloader.workloadKinds={knative-service,example.com/v1/Widget=spec.podTemplate}",
+        "reloader.workloadKinds={knative-service,example.com/v1/Widget=spec.podTemplate,example.com/v1/Policy,example.com/v1/Box,example.com/v1/Gateway}",
         "reloader.rollouts.maxConcurrent=10",
         "reloader.rollouts.timeout=15m",
         "reloader.rollouts.haltOnFailure=true",
@@ -137,7 +137,15 @@ fn added_values_render_their_flags_and_defaults_render_none() {
     let rules = find(&objects, "ClusterRole", None)["rules"].clone();
     let namespaces = json!({"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list", "watch"]});
     assert!(rules.as_array().is_some_and(|r| r.contains(&namespaces)), "namespace windows read namespaces: {rules}");
-    for (group, resource) in [("serving.knative.dev", "services"), ("example.com", "widgets")] {
+    // Plurals as the controller derives them (configured_kinds.rs), not a bare "s".
+    let resources = [
+        ("serving.knative.dev", "services"),
+        ("example.com", "widgets"),
+        ("example.com", "policies"),
+        ("example.com", "boxes"),
+        ("example.com", "gateways"),
+    ];
+    for (group, resource) in resources {
         let rule = json!({"apiGroups": [group], "resources": [resource], "verbs": ["get", "list", "watch", "patch"]});
         assert!(rules.as_array().is_some_and(|r| r.contains(&rule)), "{group} {resource}: {rules}");
     }

@@ -195,7 +195,15 @@ Jobs/CronJobs/Rollouts/DeploymentConfigs fresh before rewriting them, and writes
 {{- $groupResource := get $presets . }}
 {{- if not $groupResource }}
 {{- $gvk := splitList "/" (first (splitList "=" .)) }}
-{{- $groupResource = list (index $gvk 0) (printf "%ss" (lower (index $gvk 2))) }}
+{{- /* the conventional plural, as the controller derives it (configured_kinds.rs): policies, boxes, gateways */}}
+{{- $lower := lower (index $gvk 2) }}
+{{- $plural := printf "%ss" $lower }}
+{{- if regexMatch "(s|x|ch|sh)$" $lower }}
+{{- $plural = printf "%ses" $lower }}
+{{- else if regexMatch "[^aeiou]y$" $lower }}
+{{- $plural = printf "%sies" (trimSuffix "y" $lower) }}
+{{- end }}
+{{- $groupResource = list (index $gvk 0) $plural }}
 {{- end }}
 - apiGroups: [{{ index $groupResource 0 }}]
   resources: [{{ index $groupResource 1 }}]
