@@ -91,7 +91,7 @@ bench-quick: bench-build
 	target/release/bench --scenarios quick --duration 10s --controller-cmd "$(BENCH_OURS)" \
 		--out target/bench/quick $(BENCH_ARGS)
 
-# Chaos suite (RELIABILITY.md): faults 1–8, each with both reload strategies, on a local control plane of its own
+# Chaos suite (RELIABILITY.md): faults 1–9, each with both reload strategies, on a local control plane of its own
 # (≈ 14 min once built). Exits 1 when any run misses, duplicates or adds a rollout. A subset:
 #   make chaos CHAOS_ARGS="--faults 1,7 --strategies env-vars"
 CHAOS_ARGS ?=

@@ -68,22 +68,54 @@ async fn resume(ctx: &Context, key: &WorkloadKey) -> Result<bool, Error> {
     Ok(created)
 }
 
-/// Writes `plan` (with the pause action and gates it meets); `Ok(false)` when there was nothing to write.
+/// Writes `plan` (with the pause action and gates it meets); `Ok(false)` when there was nothing to write. Three
+/// steps, each rule in one of them: [`decide`] what is written (pause, suspension, refused records, gates, budget,
+/// the pod boundary), [`write`] it (one PATCH, and its fallbacks), [`report`] what happened (metrics, Events,
+/// alerts, log lines, the index and the budget told).
 async fn write_plan(
     ctx: &Context,
     key: &WorkloadKey,
     triggered: &mut Trigger,
-    mut plan: crate::index::WorkloadPlan,
+    plan: crate::index::WorkloadPlan,
 ) -> Result<bool, Error> {
+    let Some(mut decided) = decide(ctx, key, plan, triggered.wall) else { return Ok(false) };
+    let Some(result) = write(ctx, key, triggered, &mut decided).await else {
+        return Ok(stepped_down(ctx, key, *triggered));
+    };
+    report(ctx, key, triggered, &decided, result)
+}
+
+/// What a reconcile writes, once every rule before the write has decided.
+struct Decided<'a> {
+    plan: crate::index::WorkloadPlan,
+    /// The workload's UID (for Events).
+    uid: Option<String>,
+    rollout_strategy: RolloutStrategy,
+    cronjob_reload: workload::CronJobReload,
+    /// A Deployment's `pause-period` action: the `paused-at` key and what to do.
+    pause: Option<(&'a str, PauseAction)>,
+    /// `evict-pods`/`delete-pods`: the boundary written instead of a template change.
+    pod_boundary: Option<crate::pod_restarts::Boundary>,
+}
+
+/// Applies the rules that come before a write to `plan` (triggered at `seen`): `None` when nothing is to be written
+/// now (nothing to write, a suspended CronJob without a record, a gate, the restart budget).
+fn decide<'a>(
+    ctx: &'a Context,
+    key: &WorkloadKey,
+    mut plan: crate::index::WorkloadPlan,
+    seen: jiff::Timestamp,
+) -> Option<Decided<'a>> {
     let (pause_state, uid, rollout_strategy, cronjob_reload) = {
         let index = ctx.index();
         (index.pause_state(key), index.workload_uid(key), index.rollout_strategy(key), index.cronjob_reload(key))
     };
     let rollout_strategy = rollout_strategy.unwrap_or(ctx.settings.rollout_strategy).for_kind(key.kind);
     let suspended = pause_state.as_ref().is_some_and(|p| workload::spawns_nothing(key.kind, p, cronjob_reload));
-    let now = jiff::Timestamp::now();
     let pause = match pause_state {
-        Some(state) if key.kind == WorkloadKind::Deployment => pause::evaluate(&state, !plan.reloads.is_empty(), now),
+        Some(state) if key.kind == WorkloadKind::Deployment => {
+            pause::evaluate(&state, !plan.reloads.is_empty(), jiff::Timestamp::now())
+        }
         _ => PauseAction::None,
     };
     if let PauseAction::ResumeIn(delay) = pause {
@@ -106,20 +138,18 @@ async fn write_plan(
               "{} '{}' in namespace '{}' is suspended: no Job is spawned for the change of {} ({recorded})",
               key.kind, key.name, key.namespace, resources.join(", "));
         ctx.metrics.skipped.with_label_values(&["suspended"]).inc();
-        if plan.applied_hashes.is_none() {
-            return Ok(false);
-        }
+        plan.applied_hashes.as_ref()?;
         plan.reloads.clear();
     }
     if plan.is_empty() && pause.is_none() {
         ctx.metrics.skipped.with_label_values(&["strategy_not_updated"]).inc();
-        return Ok(false);
+        return None;
     }
     if !plan.reloads.is_empty() {
         if let Some(wait) = super::waiting::check(ctx, key, &plan.reloads, uid.clone()) {
             // A rollout gate (issue 17): planned again when what it waits for moves (waiting.rs).
             ctx.metrics.skipped.with_label_values(&[wait.label()]).inc();
-            return Ok(false);
+            return None;
         }
         // A write that starts no rollout its status would show (CronJobs, Jobs, a custom kind without a status
         // rule, an `OnDelete` StatefulSet or DaemonSet) takes no slot; restarting its pods does.
@@ -131,7 +161,7 @@ async fn write_plan(
             // Over --max-concurrent-rollouts: queued again when a slot frees.
             debug!(workload = %key, "waiting for a slot in --max-concurrent-rollouts");
             ctx.metrics.skipped.with_label_values(&["rollout_budget"]).inc();
-            return Ok(false);
+            return None;
         }
     }
     // evict-pods / delete-pods: the template is not written; the boundary is, and the pods are restarted after.
@@ -139,12 +169,24 @@ async fn write_plan(
     // after a change must not count the pods created since as old (issue 29). Unknown (a deletion, a CSI version):
     // when seen. It never moves back, and keeps the pod count restarts in progress recorded.
     let pod_boundary = (rollout_strategy.restarts_pods() && !plan.reloads.is_empty()).then(|| {
-        let changes = plan.reloads.iter().map(|r| r.written_at.unwrap_or(triggered.wall));
-        let at = crate::pod_restarts::boundary(changes.max().unwrap_or(triggered.wall));
+        let changes = plan.reloads.iter().map(|r| r.written_at.unwrap_or(seen));
+        let at = crate::pod_restarts::boundary(changes.max().unwrap_or(seen));
         let current = ctx.index().pod_restart(key).map(|(b, _)| b);
         crate::pod_restarts::Boundary::advanced(current.as_ref(), at)
     });
-    let changes: Vec<TemplateChange> = match pod_boundary {
+    Some(Decided { plan, uid, rollout_strategy, cronjob_reload, pause, pod_boundary })
+}
+
+/// Writes what was decided: one PATCH (or a Job's recreation), and when the API server refuses only the
+/// `applied-hashes` record, the reload without it. `None` when leadership ended before the write.
+async fn write(
+    ctx: &Context,
+    key: &WorkloadKey,
+    triggered: &mut Trigger,
+    decided: &mut Decided<'_>,
+) -> Option<Result<Option<i64>, kube::Error>> {
+    let plan = &mut decided.plan;
+    let changes: Vec<TemplateChange> = match decided.pod_boundary {
         Some(_) => Vec::new(),
         None => plan.reloads.iter().map(template_change).collect(),
     };
@@ -154,17 +196,16 @@ async fn write_plan(
         // The wall-clock time of the trigger, fixed in its queue entry, not of this attempt: a retry after a lost
         // response writes the same `observedAt` / `restartAt` again, which changes nothing, instead of a second
         // rollout — unless it carries newer content, which takes a later time (`Trigger::mark_for`).
-        changed_at: triggered.mark_for(content_fingerprint(&plan.reloads), now),
+        changed_at: triggered.mark_for(content_fingerprint(&plan.reloads), jiff::Timestamp::now()),
         applied_hashes: plan.applied_hashes.as_ref().map(encode_applied_hashes),
-        pause: pause.clone(),
-        restart: rollout_strategy == RolloutStrategy::Restart,
-        restart_pods_before: pod_boundary.as_ref().map(|b| b.text.to_string()),
-        cronjob_reload,
+        pause: decided.pause.clone(),
+        restart: decided.rollout_strategy == RolloutStrategy::Restart,
+        restart_pods_before: decided.pod_boundary.as_ref().map(|b| b.text.to_string()),
+        cronjob_reload: decided.cronjob_reload,
         owed_jobs: Some(&ctx.owed_jobs),
     };
-    let kind = key.kind.to_string();
     if !ctx.write_slot().await {
-        return Ok(stepped_down(ctx, key, *triggered));
+        return None;
     }
     let mut result = workload::write(&ctx.client, key, &write).await;
     if let Err(kube::Error::Api(status)) = &result
@@ -185,7 +226,7 @@ async fn write_plan(
         result = if plan.reloads.is_empty() {
             Ok(None)
         } else if !ctx.write_slot().await {
-            return Ok(stepped_down(ctx, key, *triggered));
+            return None;
         } else {
             let applied_hashes = plan.applied_hashes.as_ref().map(encode_applied_hashes);
             workload::write(&ctx.client, key, &WorkloadWrite { applied_hashes, ..write.clone() }).await
@@ -214,6 +255,20 @@ async fn write_plan(
               "the applied-hashes record is limited to {} bytes: {} resources are not recorded, so a change to them \
                made while the controller is down is not applied when it starts", APPLIED_HASHES_BUDGET, plan.unrecorded);
     }
+    Some(result)
+}
+
+/// Reports what the write did: metrics, the budget's slot, `ReloadFail` or `Reloaded` Events, alerts and log
+/// lines, all from the same planned reloads; the index learns what was written (or permanently rejected).
+fn report(
+    ctx: &Context,
+    key: &WorkloadKey,
+    triggered: &Trigger,
+    decided: &Decided<'_>,
+    result: Result<Option<i64>, kube::Error>,
+) -> Result<bool, Error> {
+    let Decided { plan, uid, rollout_strategy, cronjob_reload, pause, pod_boundary } = decided;
+    let kind = key.kind.to_string();
     let m = &ctx.metrics;
     if !plan.reloads.is_empty() && !matches!(&result, Err(kube::Error::Api(s)) if s.code == 404) {
         let ok = result.is_ok();
@@ -247,23 +302,23 @@ async fn write_plan(
                 ctx.queue.add(next, Instant::now());
             }
             if let Some(events) = ctx.events() {
-                events.reload_failed(key, uid, &source.to_string());
+                events.reload_failed(key, uid.clone(), &source.to_string());
             }
             let resources = plan.reloads.iter().map(|r| r.config.to_string()).collect::<Vec<_>>().join(", ");
             let resources = if resources.is_empty() { "its applied-hashes record".to_owned() } else { resources };
             let error = Error::Patch { workload: key.to_string(), resources, source };
             if !error.is_transient() {
-                ctx.index().mark_rejected(key, &plan);
+                ctx.index().mark_rejected(key, plan);
             }
             return Err(error);
         }
     }
-    ctx.index().mark_written(key, &plan);
+    ctx.index().mark_written(key, plan);
     if let Some(boundary) = pod_boundary {
         super::pod_restarts::restart_after(ctx, key, boundary.at);
     }
     let latency_ms = triggered.at.elapsed().as_secs_f64() * 1000.0;
-    match &pause {
+    match pause {
         Some((_, PauseAction::Pause { at })) => {
             info!(namespace = %key.namespace, workload = %key.name, paused_at = %at,
             "Paused deployment '{}' in namespace '{}' for its pause period", key.name, key.namespace)

@@ -114,6 +114,28 @@ pub async fn apiserver_stop(ctx: &mut FaultCtx<'_>) -> Result<FaultOutcome, Erro
     Ok(out)
 }
 
+/// Fault 9: 5 s into the burst (the pod-restarting workloads' first restarts under way), SIGSTOP
+/// kube-controller-manager for 20 s — a restarted pod's replacement is not created meanwhile — then SIGCONT.
+pub async fn owner_stop(ctx: &mut FaultCtx<'_>) -> Result<FaultOutcome, Error> {
+    const STOPPED: Duration = Duration::from_secs(20);
+    let mut out = FaultOutcome::default();
+    ctx.until(Duration::from_secs(5)).await?;
+    let pid = ctx.env.pid("kube-controller-manager").await?;
+    let at = ctx.now_s();
+    if !signal(pid, "STOP") {
+        out.violations.push("could not SIGSTOP kube-controller-manager".into());
+        return Ok(out);
+    }
+    tokio::time::sleep(STOPPED).await;
+    let resumed = signal(pid, "CONT");
+    out.evidence.push(format!(
+        "kube-controller-manager SIGSTOP at {at:.1} s, SIGCONT {:.0} s later{}",
+        STOPPED.as_secs_f64(),
+        if resumed { "" } else { " (SIGCONT failed)" }
+    ));
+    Ok(out)
+}
+
 /// Fault 3: 10 s into the burst, SIGSTOP the controller; 2 s later (updates go on) compact etcd to its current
 /// revision and restart kube-apiserver; once the runner's own watches have relisted, SIGCONT the controller.
 /// Its watches resume from resourceVersions older than the new API server's watch cache (and than etcd's

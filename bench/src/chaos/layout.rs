@@ -95,9 +95,14 @@ impl ChaosLayout {
         self.custom(WorkloadKind::CloneSet, "cs")
     }
 
-    /// The `evict-pods` Deployments of fault 8: one per resource of the first namespace, up to 2.
+    /// The `evict-pods` Deployments of faults 8 and 9: one per resource of the first namespace, up to 2.
     pub fn evicting(&self) -> Vec<ChaosWorkload> {
         self.custom(WorkloadKind::Deployment, "ev").into_iter().take(2).collect()
+    }
+
+    /// Fault 9's `delete-pods` DaemonSet, on the first resource of the first namespace.
+    pub fn deleting_daemon_set(&self) -> Vec<ChaosWorkload> {
+        self.custom(WorkloadKind::DaemonSet, "ds").into_iter().take(1).collect()
     }
 
     fn custom(&self, kind: WorkloadKind, suffix: &str) -> Vec<ChaosWorkload> {

@@ -54,10 +54,14 @@ pub enum Fault {
     /// CRD) and `evict-pods` Deployments beside the others, the controller SIGKILLed at random moments as in
     /// fault 1.
     ConfiguredKind,
+    /// 9: pod restarts while their owner's controller does not answer: `evict-pods` Deployments and a
+    /// `delete-pods` DaemonSet, kube-controller-manager SIGSTOPped mid-restart (no replacement pod is created),
+    /// then SIGCONT. Never more than one pod of a workload down, none missed.
+    OwnerStopped,
 }
 
 /// Every fault, in run order.
-pub const ALL_FAULTS: [Fault; 8] = [
+pub const ALL_FAULTS: [Fault; 9] = [
     Fault::ControllerKill,
     Fault::ApiserverStop,
     Fault::EtcdCompaction,
@@ -66,10 +70,11 @@ pub const ALL_FAULTS: [Fault; 8] = [
     Fault::LeaderKill,
     Fault::ConflictingWriter,
     Fault::ConfiguredKind,
+    Fault::OwnerStopped,
 ];
 
 impl Fault {
-    /// Its number (1–8).
+    /// Its number (1–9).
     pub fn number(self) -> usize {
         ALL_FAULTS.iter().position(|f| *f == self).map_or(0, |i| i + 1)
     }
@@ -85,12 +90,13 @@ impl Fault {
             Self::LeaderKill => "HA leader SIGKILLed among 3 replicas",
             Self::ConflictingWriter => "concurrent writer on the Deployments (409 Conflicts)",
             Self::ConfiguredKind => "a configured kind and evict-pods, controller SIGKILLed, restarted",
+            Self::OwnerStopped => "pod restarts with kube-controller-manager SIGSTOPped, then SIGCONT",
         }
     }
 
     /// Whether it needs the local control plane (signals to its processes, etcd).
     pub fn needs_local_plane(self) -> bool {
-        matches!(self, Self::ApiserverStop | Self::EtcdCompaction)
+        matches!(self, Self::ApiserverStop | Self::EtcdCompaction | Self::OwnerStopped)
     }
 
     /// Parses `all` or a comma list of numbers (`1,7`).
@@ -99,8 +105,8 @@ impl Fault {
             return Ok(ALL_FAULTS.to_vec());
         }
         let one = |t: &str| {
-            let n: usize = t.trim().parse().map_err(|_| Error::Invalid(format!("fault {t} (use 1–8 or all)")))?;
-            ALL_FAULTS.get(n.wrapping_sub(1)).copied().ok_or_else(|| Error::Invalid(format!("fault {n} (use 1–8)")))
+            let n: usize = t.trim().parse().map_err(|_| Error::Invalid(format!("fault {t} (use 1–9 or all)")))?;
+            ALL_FAULTS.get(n.wrapping_sub(1)).copied().ok_or_else(|| Error::Invalid(format!("fault {n} (use 1–9)")))
         };
         text.split(',').filter(|t| !t.trim().is_empty()).map(one).collect()
     }
@@ -213,11 +219,12 @@ mod tests {
 
     #[test]
     fn fault_lists_parse() {
-        assert_eq!(Fault::parse_list("all").map(|v| v.len()).ok(), Some(8));
+        assert_eq!(Fault::parse_list("all").map(|v| v.len()).ok(), Some(9));
         assert_eq!(Fault::parse_list("1, 7").ok(), Some(vec![Fault::ControllerKill, Fault::ConflictingWriter]));
         assert_eq!(Fault::parse_list("8").ok(), Some(vec![Fault::ConfiguredKind]));
         assert!(Fault::parse_list("0").is_err());
-        assert!(Fault::parse_list("9").is_err());
+        assert_eq!(Fault::parse_list("9").ok(), Some(vec![Fault::OwnerStopped]));
+        assert!(Fault::parse_list("10").is_err());
         assert!(Fault::parse_list("x").is_err());
         assert_eq!(Fault::LeaderKill.number(), 6);
         assert_eq!(

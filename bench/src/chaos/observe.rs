@@ -41,6 +41,8 @@ pub enum WorkloadKind {
     Rollout,
     /// apps.kruise.io/v1alpha1 CloneSet, reloaded through `--workload-kind=kruise-cloneset` (fault 8).
     CloneSet,
+    /// apps/v1 DaemonSet: fault 9's `delete-pods` one (judged by its pods, not its template).
+    DaemonSet,
 }
 
 impl WorkloadKind {
@@ -55,6 +57,9 @@ impl WorkloadKind {
                 &GroupVersionKind::gvk("apps.kruise.io", "v1alpha1", "CloneSet"),
                 "clonesets",
             ),
+            Self::DaemonSet => {
+                ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("apps", "v1", "DaemonSet"), "daemonsets")
+            }
         }
     }
 }

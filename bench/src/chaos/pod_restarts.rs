@@ -1,4 +1,5 @@
-//! Fault 8's `evict-pods` workloads: Deployments whose reloads restart their pods instead of writing the template.
+//! Faults 8 and 9's pod-restarting workloads: `evict-pods` Deployments (and fault 9's `delete-pods` DaemonSet)
+//! whose reloads restart their pods instead of writing the template.
 //! Their rollouts are pod evictions, seen from the runner's own watch of their pods, and judged by the same rule as
 //! the controller's (`reloader::pod_restarts`), in whole seconds as pods record creation:
 //!
@@ -7,7 +8,9 @@
 //!   API server stamped the write, which the runner's acknowledgement follows) and before the eviction was seen;
 //!   otherwise it is a **duplicate**, or **spurious** once the workload had converged;
 //! - a workload is **missed** when, at the end, a pod of it was created more than a second before the final
-//!   content was acknowledged, or it has fewer pods than it wants.
+//!   content was acknowledged, or it has fewer pods than it wants;
+//! - at no moment may more than one of a workload's pods be down (missing, terminating or not Ready), once it had
+//!   them all Ready: each watch event is a sample.
 
 use std::{
     collections::BTreeMap,
@@ -16,10 +19,13 @@ use std::{
 };
 
 use futures::StreamExt;
-use k8s_openapi::api::{apps::v1::Deployment, core::v1::Pod};
+use k8s_openapi::api::{
+    apps::v1::{DaemonSet, Deployment},
+    core::v1::Pod,
+};
 use kube::{
     Api, Client, ResourceExt,
-    api::PostParams,
+    api::{DynamicObject, PostParams},
     runtime::{WatchStreamExt, watcher},
 };
 use serde_json::json;
@@ -27,12 +33,14 @@ use serde_json::json;
 use super::{
     analysis::{Figures, ResourceContents},
     layout::{ChaosLayout, ChaosWorkload},
+    observe::WorkloadKind,
 };
 use crate::{Error, scenarios::objects};
 
 /// The boundary annotation the controller writes while pods are still to restart.
 const BOUNDARY: &str = "reloader.stakater.com/restart-pods-created-before";
-/// Replicas of each `evict-pods` Deployment: two, so one-at-a-time is exercised.
+/// Replicas of each `evict-pods` Deployment: two, so one-at-a-time is exercised (the DaemonSet's on the two KWOK
+/// nodes too).
 pub const REPLICAS: usize = 2;
 
 /// One pod as the runner's watch saw it.
@@ -42,11 +50,34 @@ struct SeenPod {
     created: jiff::Timestamp,
     /// When a deletion (eviction) was first seen.
     deleted: Option<jiff::Timestamp>,
+    /// Its `Ready` condition is `True` (as last seen).
+    ready: bool,
 }
 
-/// The runner's watch of the `evict-pods` workloads' pods.
+#[derive(Default)]
+struct Seen {
+    pods: BTreeMap<String, SeenPod>,
+    /// Per workload, once all its pods were Ready: the most of them down at once since.
+    worst_down: BTreeMap<String, usize>,
+}
+
+impl Seen {
+    fn sample(&mut self, workload: &str) {
+        let up = self.pods.values().filter(|p| p.workload == workload && p.deleted.is_none() && p.ready).count();
+        let down = REPLICAS.saturating_sub(up);
+        match self.worst_down.get_mut(workload) {
+            Some(worst) => *worst = (*worst).max(down),
+            None if down == 0 => {
+                self.worst_down.insert(workload.to_owned(), 0);
+            }
+            None => {}
+        }
+    }
+}
+
+/// The runner's watch of the pod-restarting workloads' pods.
 pub struct PodWatch {
-    pods: Arc<Mutex<BTreeMap<String, SeenPod>>>,
+    seen: Arc<Mutex<Seen>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -56,8 +87,8 @@ impl PodWatch {
         let names: Vec<String> = workloads.iter().map(|w| w.name.clone()).collect();
         let selector = format!("app in ({})", names.join(","));
         let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
-        let pods: Arc<Mutex<BTreeMap<String, SeenPod>>> = Arc::default();
-        let seen = pods.clone();
+        let seen: Arc<Mutex<Seen>> = Arc::default();
+        let shared = seen.clone();
         let task = tokio::spawn(async move {
             let mut events = watcher(api, watcher::Config::default().labels(&selector)).default_backoff().boxed();
             while let Some(event) = events.next().await {
@@ -67,22 +98,33 @@ impl PodWatch {
                     _ => continue,
                 };
                 let now = jiff::Timestamp::now();
-                let mut map = seen.lock().unwrap_or_else(PoisonError::into_inner);
-                let entry = map.entry(pod.name_any()).or_insert_with(|| SeenPod {
-                    workload: pod.labels().get("app").cloned().unwrap_or_default(),
+                let mut seen = shared.lock().unwrap_or_else(PoisonError::into_inner);
+                let workload = pod.labels().get("app").cloned().unwrap_or_default();
+                let entry = seen.pods.entry(pod.name_any()).or_insert_with(|| SeenPod {
+                    workload: workload.clone(),
                     created: pod.metadata.creation_timestamp.as_ref().map_or(now, |t| t.0),
                     deleted: None,
+                    ready: false,
                 });
                 if (gone || pod.metadata.deletion_timestamp.is_some()) && entry.deleted.is_none() {
                     entry.deleted = Some(now);
                 }
+                let conditions = pod.status.as_ref().and_then(|s| s.conditions.as_ref());
+                entry.ready = conditions.into_iter().flatten().any(|c| c.type_ == "Ready" && c.status == "True");
+                seen.sample(&workload);
             }
         });
-        Self { pods, task }
+        Self { seen, task }
     }
 
     fn snapshot(&self) -> Vec<SeenPod> {
-        self.pods.lock().unwrap_or_else(PoisonError::into_inner).values().cloned().collect()
+        self.seen.lock().unwrap_or_else(PoisonError::into_inner).pods.values().cloned().collect()
+    }
+
+    /// Workloads that had more than one pod down at once, with how many.
+    pub fn too_many_down(&self) -> Vec<(String, usize)> {
+        let seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+        seen.worst_down.iter().filter(|(_, n)| **n > 1).map(|(w, n)| (w.clone(), *n)).collect()
     }
 
     /// Stops watching.
@@ -91,23 +133,37 @@ impl PodWatch {
     }
 }
 
-/// Creates an `evict-pods` Deployment (auto-annotated, [`REPLICAS`] replicas, the bench's pod spec).
+/// Creates a pod-restarting workload: an `evict-pods` Deployment ([`REPLICAS`] replicas), or a `delete-pods`
+/// DaemonSet (one pod per KWOK node); auto-annotated, with the bench's pod spec.
 pub async fn create(client: &Client, layout: &ChaosLayout, w: &ChaosWorkload, tag: &str) -> Result<(), Error> {
     let ns = &layout.namespaces[w.ns];
     let labels = json!({"app": w.name});
     let c = &layout.configs[w.resource];
     let refs = [(c.kind, c.name.clone(), w.how)];
-    let d: Deployment = serde_json::from_value(json!({
-        "metadata": {"name": w.name, "labels": {objects::RUN_LABEL: tag},
-                     "annotations": {objects::AUTO: "true", "reloader.stakater.com/rollout-strategy": "evict-pods"}},
-        "spec": {"replicas": REPLICAS, "selector": {"matchLabels": labels},
-                 "template": {"metadata": {"labels": labels}, "spec": objects::pod_spec(&refs)}}
-    }))?;
-    Api::<Deployment>::namespaced(client.clone(), ns)
-        .create(&PostParams::default(), &d)
-        .await
-        .map(|_| ())
-        .map_err(|e| Error::kube(format!("create Deployment {ns}/{}", w.name), e))
+    let daemon_set = w.kind == WorkloadKind::DaemonSet;
+    let strategy = if daemon_set { "delete-pods" } else { "evict-pods" };
+    let metadata = json!({"name": w.name, "labels": {objects::RUN_LABEL: tag},
+                          "annotations": {objects::AUTO: "true", "reloader.stakater.com/rollout-strategy": strategy}});
+    let mut spec = json!({"selector": {"matchLabels": labels},
+                          "template": {"metadata": {"labels": labels}, "spec": objects::pod_spec(&refs)}});
+    let what = format!("create {:?} {ns}/{}", w.kind, w.name);
+    let pp = PostParams::default();
+    if daemon_set {
+        let d: DaemonSet = serde_json::from_value(json!({"metadata": metadata, "spec": spec}))?;
+        Api::<DaemonSet>::namespaced(client.clone(), ns)
+            .create(&pp, &d)
+            .await
+            .map(|_| ())
+            .map_err(|e| Error::kube(what, e))
+    } else {
+        spec["replicas"] = json!(REPLICAS);
+        let d: Deployment = serde_json::from_value(json!({"metadata": metadata, "spec": spec}))?;
+        Api::<Deployment>::namespaced(client.clone(), ns)
+            .create(&pp, &d)
+            .await
+            .map(|_| ())
+            .map_err(|e| Error::kube(what, e))
+    }
 }
 
 /// The wall time of each acknowledged content of `resource`.
@@ -122,7 +178,8 @@ fn pending(pods: &[SeenPod], w: &ChaosWorkload, last: Option<jiff::Timestamp>) -
     let old = live.iter().filter(|p| last.is_some_and(|t| p.created.as_second() + 1 < t.as_second())).count();
     if live.len() < REPLICAS || old > 0 {
         return Some(format!(
-            "Deployment {}: {} pods, {old} older than its resource's last change",
+            "{:?} {}: {} pods, {old} older than its resource's last change",
+            w.kind,
             w.name,
             live.len()
         ));
@@ -147,7 +204,8 @@ pub async fn wait_restarted(
         let mut done = true;
         for w in workloads {
             let last = acknowledged(&resources[w.resource], epoch_wall).last().copied();
-            let api = Api::<Deployment>::namespaced(client.clone(), &layout.namespaces[w.ns]);
+            let api =
+                Api::<DynamicObject>::namespaced_with(client.clone(), &layout.namespaces[w.ns], &w.kind.api_resource());
             let boundary = api.get(&w.name).await.ok().is_some_and(|d| d.annotations().contains_key(BOUNDARY));
             done &= !boundary && pending(&pods, w, last).is_none();
         }
@@ -200,12 +258,12 @@ fn judge(
             let justified = acks.iter().any(|a| a.as_second() >= p.created.as_second() && *a <= deleted);
             if converged_wall.is_some_and(|c| deleted > c) {
                 figures.spurious += 1;
-                figures.problems.push(format!("spurious: Deployment {}: a pod evicted after convergence", w.name));
+                figures.problems.push(format!("spurious: {:?} {}: a pod restarted after convergence", w.kind, w.name));
             } else if !justified {
                 figures.duplicates += 1;
                 figures.problems.push(format!(
-                    "duplicate: Deployment {}: a pod created at {} evicted at {deleted} with no change since",
-                    w.name, p.created
+                    "duplicate: {:?} {}: a pod created at {} restarted at {deleted} with no change since",
+                    w.kind, w.name, p.created
                 ));
             }
         }
@@ -222,7 +280,7 @@ mod tests {
     }
 
     fn pod(created: &str, deleted: Option<&str>) -> SeenPod {
-        SeenPod { workload: "web".into(), created: at(created), deleted: deleted.map(at) }
+        SeenPod { workload: "web".into(), created: at(created), deleted: deleted.map(at), ready: true }
     }
 
     /// One content acknowledged at 10:00:05.5: evicting pods from before it is justified, evicting a pod created

@@ -146,17 +146,21 @@ async fn run_in(
             workloads.push((w, Duration::ZERO));
         }
     }
-    // Fault 8's evict-pods Deployments: their rollouts are pod restarts, judged apart (pod_restarts.rs).
-    let evicting = if fault == Fault::ConfiguredKind { layout.evicting() } else { Vec::new() };
+    // Faults 8 and 9's pod-restarting workloads: their rollouts are pod restarts, judged apart (pod_restarts.rs).
+    let evicting = match fault {
+        Fault::ConfiguredKind => layout.evicting(),
+        Fault::OwnerStopped => [layout.evicting(), layout.deleting_daemon_set()].concat(),
+        _ => Vec::new(),
+    };
     let pod_watch = super::pod_restarts::PodWatch::start(client, &layout.namespaces[0], &evicting);
     if fault == Fault::ConfiguredKind {
         for w in layout.clonesets() {
             layout.create_custom(client, &w, tag).await?;
             workloads.push((w, Duration::ZERO));
         }
-        for w in &evicting {
-            super::pod_restarts::create(client, layout, w, tag).await?;
-        }
+    }
+    for w in &evicting {
+        super::pod_restarts::create(client, layout, w, tag).await?;
     }
     wait_until("the runner's watch to see every workload", Duration::from_secs(60), || {
         tracker.snapshot().len() >= workloads.len()
@@ -255,6 +259,7 @@ async fn run_in(
                 Fault::RoleRemoved => api_faults::role_removed(&mut ctx).await,
                 Fault::LeaderKill => faults::leader_kill(&mut ctx).await,
                 Fault::ConflictingWriter => Ok(FaultOutcome::default()),
+                Fault::OwnerStopped => faults::owner_stop(&mut ctx).await,
             }
         };
         let (played, outcome) = tokio::join!(driver.play(&plan, burst), script);
@@ -308,6 +313,7 @@ async fn run_in(
         None => None,
     };
     controllers.stop_all().await;
+    let pod_watch_down = pod_watch.too_many_down();
     pod_watch.stop();
     let (figures, outcome, burst_s, converge_s, failed_updates) = measured?;
     let mut result = FaultResult {
@@ -334,10 +340,15 @@ async fn run_in(
     };
     check_effective(&mut result);
     if !evicting.is_empty() {
-        // The evict-pods workloads' rollouts are pod evictions: the controller must have made some.
-        match controllers.count_log("evicted pod") {
-            0 => result.violations.push("the controller's log shows no pod evicted".into()),
-            n => result.evidence.push(format!("{n} pods evicted (evict-pods), as the controller logged")),
+        // The pod-restarting workloads' rollouts are pod restarts: the controller must have made some.
+        match (controllers.count_log("evicted pod"), controllers.count_log("deleted pod")) {
+            (0, 0) => result.violations.push("the controller's log shows no pod restarted".into()),
+            (evicted, deleted) => result.evidence.push(format!(
+                "{evicted} pods evicted (evict-pods), {deleted} deleted (delete-pods), as the controller logged"
+            )),
+        }
+        for (workload, down) in pod_watch_down {
+            result.violations.push(format!("{down} pods of {workload} were down at once"));
         }
     }
     Ok(result)
