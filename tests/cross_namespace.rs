@@ -1,7 +1,7 @@
 //! Cross-namespace references on the real control plane (issue 29, upstream stakater/Reloader#578, #335): a
 //! named-list entry `<namespace>/<name>` reloads a workload when that resource of another namespace changes —
 //! only with `--allow-cross-namespace-references` and the resource's consent; without them the link is refused,
-//! leaves no trace on the workload, and `explain` says so, both ways (issue 38).
+//! leaves no trace on the workload, and `explain` says so, both ways (issue 38). Gates never cross namespaces.
 
 mod common;
 
@@ -161,6 +161,35 @@ async fn with_the_flag_off_a_tenant_naming_another_namespace_learns_nothing_of_i
     );
     assert!(ok && out.contains(&refused), "{out}{err}");
     assert!(out.contains(&format!("problem: entry {regex}")), "{out}");
+}
+
+/// Issue 38, finding 4: rollout gates never cross namespaces — a tenant's paused wave-0 workload naming a resource
+/// of another namespace (allowed, with that resource's consent) does not hold that namespace's wave-1 workload.
+#[tokio::test]
+async fn a_tenants_paused_wave_zero_does_not_hold_another_namespaces_wave_one() {
+    let target = TestNamespace::create("xns-gated").await;
+    let tenant = TestNamespace::create("xns-holder").await;
+    create_configmap(&target, "cfg", &[("k", "1")], &[(CONSENT, &tenant.name)]).await;
+    let api_meta = json!({"reloader.stakater.com/auto": "true", "reloader.stakater.com/rollout-wave": "1"});
+    Kind::Deployment.create(&target, "api", api_meta, json!({}), env_from_configmap("cfg")).await;
+    let evil = json!({
+        "configmap.reloader.stakater.com/reload": format!("{}/cfg", target.name),
+        "reloader.stakater.com/pause": "true",
+        "reloader.stakater.com/rollout-wave": "0",
+    });
+    Kind::Deployment.create(&tenant, "evil", evil, json!({}), plain_pod()).await;
+    let scope = format!("--namespaces={},{}", target.name, tenant.name);
+    let reloader = Reloader::start_unscoped(&[&scope, ALLOW], &[]).await;
+    Kind::Deployment.wait_recorded(&tenant, "evil").await;
+    Kind::Deployment.wait_recorded(&target, "api").await;
+
+    set_configmap_data(&target, "cfg", &[("k", "2")]).await;
+    // evil wants the change and waits (paused): it is a live reference; api rolls all the same.
+    reloader.wait_log("'evil' in namespace").await;
+    assert!(reloader.wait_log("'evil' in namespace").await.contains("waits: paused"), "{:#?}", reloader.logs());
+    Kind::Deployment.wait_revisions(&target, "api", 2).await;
+    assert_eq!(reloader.count_log("/evil (wave 0)"), 0, "{:#?}", reloader.logs());
+    Kind::Deployment.stays_at_revisions(&tenant, "evil", 1).await;
 }
 
 /// Issue 38: with the flag on, the resource consents (`reloader.stakater.com/allow-references-from`). Without it a

@@ -1,12 +1,13 @@
 //! Cross-namespace references in the index (issues 29, 38): which workloads a change in another namespace concerns,
-//! what their plans write — and that a refused reference (no flag, no consent) leaves no trace on the workload.
+//! what their plans write — and that a refused reference (no flag, no consent) leaves no trace on the workload, and
+//! that gate peers stay in the workload's namespace.
 
 use std::collections::BTreeMap;
 
 use serde_json::json;
 
 use super::record_tests::with_applied_hashes;
-use super::tests::{cm, deployment};
+use super::tests::{NS, cm, deployment};
 use super::*;
 use crate::{decision::DecisionSettings, strategy::ReloadStrategy};
 
@@ -154,4 +155,41 @@ fn a_remote_secret_is_written_keyed_never_as_its_plain_sha1() {
         assert_ne!(expected, v2.hash);
         assert_eq!(plan.reloads.iter().map(|r| r.value).collect::<Vec<_>>(), [expected], "{hash_key:?}");
     }
+}
+
+/// Issue 38, finding 4: a workload's gate peers are of its own namespace only. A tenant's paused wave-0
+/// workload naming `ns/cfg` (allowed, consented) is no peer of `ns`'s wave-1 `api`; `ns`'s own wave-0 `db` is.
+#[test]
+fn gate_peers_are_of_the_workloads_own_namespace_only() {
+    let mut index = index(true);
+    let wave = |name: &str, wave: &str| {
+        deployment(
+            name,
+            json!({"reloader.stakater.com/auto": "true", "reloader.stakater.com/rollout-wave": wave}),
+            json!([]),
+        )
+    };
+    let (api, api_summary) = wave("api", "1");
+    let (db, db_summary) = wave("db", "0");
+    let evil_meta = json!({"configmap.reloader.stakater.com/reload": "ns/cfg", "reloader.stakater.com/pause": "true",
+                           "reloader.stakater.com/rollout-wave": "0"});
+    let (mut evil, evil_summary) = deployment("evil", evil_meta, json!([]));
+    evil.namespace = "tenant".into();
+    let (ck, v1) = cm("cfg", "v1");
+    index.upsert_config(ck.clone(), v1.consenting(Some("tenant")), Baseline::Current);
+    for (key, summary) in [(&api, api_summary), (&db, db_summary), (&evil, evil_summary)] {
+        index.upsert_workload(key.clone(), summary, Baseline::Current);
+    }
+    let (_, v2) = cm("cfg", "v2");
+    index.upsert_config(ck.clone(), v2.consenting(Some("tenant")), Baseline::Current);
+    assert_eq!(index.candidates(&ck), [api.clone(), db.clone(), evil.clone()]);
+    let peers = |index: &mut Index, key: &WorkloadKey| {
+        let plan = index.plan(key, settings(true), ReloadStrategy::EnvVars);
+        assert_eq!(plan.reloads.len(), 1, "{key} reloads for the change");
+        let changes = index.gate_changes(key, &plan.reloads, settings(true), |_| false);
+        changes[0].peers.iter().map(|p| p.key.to_string()).collect::<Vec<_>>()
+    };
+    assert_eq!(peers(&mut index, &api), ["Deployment ns/db"]);
+    assert_eq!(peers(&mut index, &evil), Vec::<String>::new());
+    assert_eq!(&*db.namespace, NS);
 }
