@@ -223,6 +223,13 @@ async fn another_namespaces_resource_reloads_a_workload_only_with_its_consent() 
     Kind::Deployment.wait_revisions(&owner, "cfg-user", 2).await;
     Kind::Deployment.wait_revisions(&owner, "creds-user", 2).await;
     stays_as(&consumer, "web", &before).await;
+    let (ok, out, err) = explain_with(&consumer, &[ALLOW], "deploy/web", &[]);
+    let refused = format!(
+        "ConfigMap {}/cfg: does not reload (cross-namespace reference refused: the resource's {CONSENT} does not \
+         name the workload's namespace)",
+        owner.name
+    );
+    assert!(ok && out.contains(&refused), "{out}{err}");
 
     // Consent (a metadata change): recorded, nothing rolls for the change made while refused.
     let consent = [(CONSENT, consumer.name.as_str())];
