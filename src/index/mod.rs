@@ -57,7 +57,8 @@ pub struct ConfigFacts {
     /// `evict-pods` restarts the pods created before it, whenever the controller sees the change (after a restart,
     /// too). Four bytes, not a 16-byte `Option<Timestamp>`: one per resource, tens of thousands of them.
     pub written_second: u32,
-    /// The namespaces whose workloads may name it from there (its `allow-references-from` annotation; issue 38).
+    /// The namespaces whose workloads may name it from there (its `allow-references-from` annotation; issue 38):
+    /// 8 bytes, null without the annotation.
     pub consent: crate::decision::ReferenceConsent,
 }
 
