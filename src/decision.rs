@@ -39,7 +39,7 @@ pub struct ReferenceConsent(Option<Arc<ConsentingNamespaces>>);
 
 /// The entries of a consent, as written.
 #[derive(Debug, PartialEq, Eq)]
-pub struct ConsentingNamespaces(Box<[Box<str>]>);
+struct ConsentingNamespaces(Box<[Box<str>]>);
 
 impl ReferenceConsent {
     /// The consent an annotation value gives (`None`: absent).
