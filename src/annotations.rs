@@ -145,6 +145,29 @@ impl NamedPattern {
     }
 }
 
+/// A `<namespace>/<name>` entry of a named list: one resource of that namespace, by its exact name. Never a
+/// regex (issue 38): matched against another namespace's names, a regex would tell a tenant which exist there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RemoteEntry {
+    /// The namespace.
+    pub namespace: String,
+    /// The resource's name.
+    pub name: String,
+}
+
+impl RemoteEntry {
+    /// True when it names the resource `name` of `namespace`.
+    pub fn names(&self, namespace: &str, name: &str) -> bool {
+        self.namespace == namespace && self.name == name
+    }
+}
+
+impl std::fmt::Display for RemoteEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
 impl PartialEq for NamedPattern {
     fn eq(&self, other: &Self) -> bool {
         self.text == other.text
@@ -170,9 +193,9 @@ pub struct Selection {
     pub search: Option<String>,
     /// Compiled named-list entries (invalid ones are left out and reported in [`WorkloadAnnotations::problems`]).
     pub named: Vec<NamedPattern>,
-    /// Named-list entries `<namespace>/<name>` (ours, issue 29): a resource in another namespace, the name part an
-    /// anchored regex as above. Acted on only with `--allow-cross-namespace-references`.
-    pub remote: Vec<(String, NamedPattern)>,
+    /// Named-list entries `<namespace>/<name>` (ours, issue 29): a resource in another namespace, named exactly.
+    /// Acted on only with `--allow-cross-namespace-references` and the resource's consent ([`crate::decision`]).
+    pub remote: Vec<RemoteEntry>,
     /// Exclude-list entries; always from workload metadata (upstream v1).
     pub exclude: Vec<String>,
 }
@@ -264,19 +287,9 @@ impl WorkloadAnnotations {
             .flat_map(|k| self.for_kind(k).named.iter().filter_map(move |p| Some((k, p.exact()?))))
     }
 
-    /// The `<namespace>/<name>` entries that are plain names: (kind, namespace, name).
-    pub fn remote_exactly(&self) -> impl Iterator<Item = (ConfigKind, &str, &str)> {
-        ConfigKind::ALL.into_iter().flat_map(move |k| {
-            self.for_kind(k).remote.iter().filter_map(move |(ns, p)| Some((k, ns.as_str(), p.exact()?)))
-        })
-    }
-
-    /// The namespaces of `<namespace>/<regex>` entries (matched against that namespace's resources).
-    pub fn remote_pattern_namespaces(&self) -> impl Iterator<Item = &str> {
-        let entries = self.selection.iter().flat_map(|s| s.remote.iter());
-        let namespaces: std::collections::BTreeSet<&str> =
-            entries.filter(|(_, p)| p.exact().is_none()).map(|(ns, _)| ns.as_str()).collect();
-        namespaces.into_iter()
+    /// The `<namespace>/<name>` entries of every kind.
+    pub fn remote(&self) -> impl Iterator<Item = (ConfigKind, &RemoteEntry)> {
+        ConfigKind::ALL.into_iter().flat_map(move |k| self.for_kind(k).remote.iter().map(move |e| (k, e)))
     }
 
     /// True when a kind's named list has a regex entry: it is matched against the names of the namespace's
@@ -318,20 +331,47 @@ pub fn split_list(value: &str) -> impl Iterator<Item = &str> {
 /// (a regex such as `[^/]+` is not one, and stays a plain entry).
 fn remote_namespace(entry: &str) -> Option<(&str, &str)> {
     let (namespace, name) = entry.split_once('/')?;
-    let label = |s: &str| {
-        !s.is_empty()
-            && s.len() <= 63
-            && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-            && !s.starts_with('-')
-            && !s.ends_with('-')
-    };
-    label(namespace).then_some((namespace, name))
+    is_namespace_name(namespace).then_some((namespace, name))
 }
 
-/// The `<namespace>/<name>` entries of a named list.
-fn compile_remote(key: &str, value: &str, problems: &mut Vec<WorkloadProblem>) -> Vec<(String, NamedPattern)> {
-    let remote = split_list(value).filter_map(remote_namespace);
-    remote.filter_map(|(ns, name)| compile_entry(key, value, name, problems).map(|p| (ns.to_owned(), p))).collect()
+/// Whether `s` can be a namespace's name (a DNS label).
+pub fn is_namespace_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
+/// The `<namespace>/<name>` entries of a named list. One whose name part is not a resource name (a DNS subdomain:
+/// a regex, or anchored) is refused and reported; the other entries still apply.
+fn compile_remote(key: &str, value: &str, problems: &mut Vec<WorkloadProblem>) -> Vec<RemoteEntry> {
+    let mut out = Vec::new();
+    for (entry, (namespace, name)) in split_list(value).filter_map(|e| Some((e, remote_namespace(e)?))) {
+        if is_resource_name(name) {
+            out.push(RemoteEntry { namespace: namespace.to_owned(), name: name.to_owned() });
+        } else {
+            problems.push(WorkloadProblem {
+                key: key.to_owned(),
+                value: value.to_owned(),
+                message: format!(
+                    "entry {entry:?} in annotation {key:?} refused: a <namespace>/<name> entry names one resource \
+                     exactly, never a regex; entry skipped"
+                ),
+            });
+        }
+    }
+    out
+}
+
+/// Whether `name` can be a ConfigMap's, Secret's or SecretProviderClass's name: a DNS subdomain (lower-case
+/// letters, digits, `-` and `.`, starting and ending with a letter or digit, at most 253 characters).
+fn is_resource_name(name: &str) -> bool {
+    let alphanumeric = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
+    name.len() <= 253
+        && name.starts_with(alphanumeric)
+        && name.ends_with(alphanumeric)
+        && name.chars().all(|c| alphanumeric(c) || c == '-' || c == '.')
 }
 
 fn compile_entry(key: &str, value: &str, entry: &str, problems: &mut Vec<WorkloadProblem>) -> Option<NamedPattern> {

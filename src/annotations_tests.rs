@@ -106,3 +106,24 @@ fn go_parse_bool_accepts_exactly_gos_spellings() {
         assert_eq!(parse_go_bool(x), None, "{x:?}");
     }
 }
+
+/// Issue 38: a `<namespace>/<name>` entry names one resource exactly (a name may hold dots); one with a regex is
+/// refused and reported — matched against another namespace's names, it would tell which exist there.
+#[test]
+fn a_namespace_slash_name_entry_names_one_resource_exactly_and_a_regex_there_is_refused() {
+    let a = extract(&[(default::CONFIGMAP_RELOAD, "own-.*, b/cfg, b/my.config, b/cfg-.*, b/^cfg$")], &[]);
+    let cm = a.for_kind(ConfigKind::ConfigMap);
+    let entry = |namespace: &str, name: &str| RemoteEntry { namespace: namespace.into(), name: name.into() };
+    assert_eq!(cm.remote, [entry("b", "cfg"), entry("b", "my.config")]);
+    assert_eq!(cm.named.iter().map(|p| p.text.as_str()).collect::<Vec<_>>(), ["own-.*"]);
+    let problems: Vec<&str> = a.problems.iter().map(|p| p.message.as_str()).collect();
+    let refused = |entry: &str| {
+        format!(
+            "entry {entry:?} in annotation \"configmap.reloader.stakater.com/reload\" refused: a <namespace>/<name> \
+             entry names one resource exactly, never a regex; entry skipped"
+        )
+    };
+    assert_eq!(problems, [refused("b/cfg-.*"), refused("b/^cfg$")]);
+    assert!(cm.remote[0].names("b", "cfg") && !cm.remote[0].names("a", "cfg") && !cm.remote[0].names("b", "cfg-1"));
+    assert_eq!(cm.remote[1].to_string(), "b/my.config");
+}

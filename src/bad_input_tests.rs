@@ -122,7 +122,7 @@ fn no_value_of_any_key_panics_and_the_healthy_neighbour_still_reloads() {
         }
     }
     let (_, changed) = cfg(2);
-    index.upsert_config(key, changed, Baseline::Current);
+    index.upsert_config(key, changed.clone(), Baseline::Current);
     for k in &bad {
         index.plan(k, DecisionSettings::default(), ReloadStrategy::EnvVars);
         index.plan(

@@ -56,6 +56,9 @@ pub mod annotation {
     pub const RELOAD_WINDOW: &str = "reloader.stakater.com/reload-window";
     /// Ours (issue 17), on a ConfigMap/Secret/SecretProviderClass: the hold id of a halted change, to release it.
     pub const RELEASE_HOLD: &str = "reloader.stakater.com/release-hold";
+    /// Ours (issue 38), on a ConfigMap or Secret: the namespaces (comma list, `*` for all) whose
+    /// workloads may name it in a `<namespace>/<name>` entry, with `--allow-cross-namespace-references`.
+    pub const ALLOW_REFERENCES_FROM: &str = "reloader.stakater.com/allow-references-from";
     /// Workload metadata, written by this controller (not upstream): JSON of the hashes the workload was last
     /// rolled with or baselined at, per resource. Metadata does not roll pods; it lets a restarted controller
     /// apply exactly once a change made while it was down, even to workloads never reloaded before.

@@ -2,11 +2,11 @@
 //! (reloader-behaviour.md §1.2) plus its container lookup (§4). Pure: the reason it returns is what logs,
 //! Events and `explain` print.
 
-use std::fmt;
+use std::{fmt, sync::Arc};
 
 use crate::{
-    annotations::Selection,
-    constants::TRUE,
+    annotations::{Selection, split_list},
+    constants::{TRUE, annotation::ALLOW_REFERENCES_FROM},
     references::{ConfigUse, Via},
     resource::ConfigKind,
     values::parse_go_bool,
@@ -25,6 +25,34 @@ pub struct ResourceFacts<'a> {
     pub ignored: bool,
     /// `match` annotation is exactly `"true"`.
     pub matched: bool,
+    /// The namespaces whose workloads may name it from there.
+    pub consent: &'a ReferenceConsent,
+}
+
+/// Which other namespaces' workloads may name a resource in a `<namespace>/<name>` entry (ours, issue 38): its
+/// `reloader.stakater.com/allow-references-from` annotation, a comma list of namespace names, `*` for every
+/// namespace. The resource's owner decides, not the tenant who writes the entry; absent, none may. Entries that are
+/// neither `*` nor a namespace name are ignored. One pointer per resource in the index, null when absent (the
+/// common case): a slice's fat pointer would cost every resource 8 bytes more.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReferenceConsent(Option<Arc<ConsentingNamespaces>>);
+
+/// The entries of a consent, as written.
+#[derive(Debug, PartialEq, Eq)]
+struct ConsentingNamespaces(Box<[Box<str>]>);
+
+impl ReferenceConsent {
+    /// The consent an annotation value gives (`None`: absent).
+    pub fn parse(value: Option<&str>) -> Self {
+        let valid = |e: &&str| *e == "*" || crate::annotations::is_namespace_name(e);
+        let namespaces: Vec<Box<str>> = value.into_iter().flat_map(split_list).filter(valid).map(Box::from).collect();
+        Self((!namespaces.is_empty()).then(|| Arc::new(ConsentingNamespaces(namespaces.into()))))
+    }
+
+    /// Whether workloads of `namespace` may name the resource.
+    pub fn allows(&self, namespace: &str) -> bool {
+        self.0.iter().flat_map(|n| n.0.iter()).any(|n| &**n == "*" || &**n == namespace)
+    }
 }
 
 /// The facts about a workload that decisions need.
@@ -133,6 +161,16 @@ pub enum SkipReason {
     NoContainer,
     /// A `<namespace>/<name>` entry names it, from another namespace, without `--allow-cross-namespace-references`.
     CrossNamespaceRefused,
+    /// A `<namespace>/<name>` entry names it, from a namespace its `allow-references-from` does not name.
+    CrossNamespaceNotConsented,
+}
+
+impl SkipReason {
+    /// A cross-namespace reference refused: unlike an opt-out it leaves no trace on the workload (issue 38), so
+    /// that the workload shows nothing of the resource — not whether it exists, nor when it changes.
+    pub fn is_cross_namespace_refusal(&self) -> bool {
+        matches!(self, Self::CrossNamespaceRefused | Self::CrossNamespaceNotConsented)
+    }
 }
 
 impl fmt::Display for SkipReason {
@@ -147,6 +185,13 @@ impl fmt::Display for SkipReason {
             Self::NoContainer => "workload has no containers",
             Self::CrossNamespaceRefused => {
                 "cross-namespace reference refused: the controller runs without --allow-cross-namespace-references"
+            }
+            Self::CrossNamespaceNotConsented => {
+                return write!(
+                    f,
+                    "cross-namespace reference refused: the resource's {ALLOW_REFERENCES_FROM} does not name the \
+                     workload's namespace"
+                );
             }
         })
     }
@@ -177,14 +222,17 @@ pub fn decide(
         None if settings.namespace.ignore => return Skip(SkipReason::NamespaceIgnored),
         _ => {}
     }
-    let remote = s.remote.iter().find(|(ns, p)| ns == resource.namespace && p.matches(resource.name));
+    let remote = s.remote.iter().find(|e| e.names(resource.namespace, resource.name));
     if resource.namespace != workload.namespace {
         // Only a `<namespace>/<name>` entry selects a resource of another namespace: a pod spec cannot use one.
-        let Some((ns, p)) = remote else { return Skip(SkipReason::NotSelected) };
+        let Some(entry) = remote else { return Skip(SkipReason::NotSelected) };
         if !settings.cross_namespace {
             return Skip(SkipReason::CrossNamespaceRefused);
         }
-        let pattern = format!("{ns}/{}", p.text);
+        if !resource.consent.allows(workload.namespace) {
+            return Skip(SkipReason::CrossNamespaceNotConsented);
+        }
+        let pattern = entry.to_string();
         return match workload.first_container {
             Some(c) => Reload { container: c.to_owned(), reason: ReloadReason::NamedList { pattern } },
             None => Skip(SkipReason::NoContainer),
@@ -197,7 +245,7 @@ pub fn decide(
     // Named list: reload even when the pod spec does not use the resource (then into the first container). An
     // entry naming the workload's own namespace (`<own>/<name>`) is a plain one.
     let named = s.named.iter().find(|p| p.matches(resource.name)).map(|p| p.text.clone());
-    if let Some(pattern) = named.or_else(|| remote.map(|(ns, p)| format!("{ns}/{}", p.text))) {
+    if let Some(pattern) = named.or_else(|| remote.map(ToString::to_string)) {
         let container = used.map(|u| u.container.as_str()).or(workload.first_container);
         return match container {
             Some(c) => Reload { container: c.to_owned(), reason: ReloadReason::NamedList { pattern } },
@@ -259,7 +307,9 @@ mod tests {
             first_container: Some("first"),
             ignore: a.ignore,
         };
-        let r = ResourceFacts { kind: CM, namespace: "ns", name: res.0, ignored: res.1, matched: res.2 };
+        let consent = ReferenceConsent::default();
+        let r =
+            ResourceFacts { kind: CM, namespace: "ns", name: res.0, ignored: res.1, matched: res.2, consent: &consent };
         decide(&w, &r, DecisionSettings { auto_reload_all: all, ..DecisionSettings::default() })
     }
 
@@ -395,7 +445,15 @@ mod tests {
             let a = annotations(meta);
             let selection = a.for_kind(CM);
             let w = WorkloadFacts { namespace: "ns", selection, uses: &uses, first_container: None, ignore: a.ignore };
-            let r = ResourceFacts { kind: CM, namespace: "ns", name: "cm", ignored: false, matched: false };
+            let consent = ReferenceConsent::default();
+            let r = ResourceFacts {
+                kind: CM,
+                namespace: "ns",
+                name: "cm",
+                ignored: false,
+                matched: false,
+                consent: &consent,
+            };
             decide(&w, &r, DecisionSettings { namespace: rules, ..DecisionSettings::default() })
         };
         let auto = NamespaceRules { auto: true, ..NamespaceRules::default() };
@@ -424,6 +482,58 @@ mod tests {
             NamespaceRules::from_values(Some("true"), Some("yes"), Some(" True ")),
             NamespaceRules { auto: true, ignore: false, pause: true }
         );
+    }
+
+    /// Issue 38: another namespace's resource reloads only with `--allow-cross-namespace-references` and its
+    /// consent naming the workload's namespace (or `*`).
+    #[test]
+    fn another_namespaces_resource_reloads_only_with_the_flag_and_its_consent() {
+        let a = annotations(&[(key::CONFIGMAP_RELOAD, "other/cfg")]);
+        let w = WorkloadFacts {
+            namespace: "ns",
+            selection: a.for_kind(CM),
+            uses: &[],
+            first_container: Some("first"),
+            ignore: None,
+        };
+        let decide_with = |namespace: &str, consent: Option<&str>, cross_namespace: bool| {
+            let consent = ReferenceConsent::parse(consent);
+            let r =
+                ResourceFacts { kind: CM, namespace, name: "cfg", ignored: false, matched: false, consent: &consent };
+            decide(&w, &r, DecisionSettings { cross_namespace, ..DecisionSettings::default() })
+        };
+        let refused = ReloadDecision::Skip(SkipReason::CrossNamespaceRefused);
+        let not_consented = ReloadDecision::Skip(SkipReason::CrossNamespaceNotConsented);
+        let reloads = reload("first", ReloadReason::NamedList { pattern: "other/cfg".into() });
+        assert_eq!(decide_with("other", Some("ns"), false), refused);
+        assert_eq!(decide_with("other", None, true), not_consented);
+        assert_eq!(decide_with("other", Some("ns-2, nsx"), true), not_consented);
+        assert_eq!(decide_with("other", Some("ns"), true), reloads);
+        assert_eq!(decide_with("other", Some(" a , ns "), true), reloads);
+        assert_eq!(decide_with("other", Some("*"), true), reloads);
+        assert_eq!(decide_with("third", Some("*"), true), SKIP_NOT_SELECTED, "the entry names other/cfg only");
+        assert!(SkipReason::CrossNamespaceRefused.is_cross_namespace_refusal());
+        assert!(SkipReason::CrossNamespaceNotConsented.is_cross_namespace_refusal());
+        assert!(!SkipReason::Excluded.is_cross_namespace_refusal());
+        assert_eq!(
+            SkipReason::CrossNamespaceNotConsented.to_string(),
+            "cross-namespace reference refused: the resource's reloader.stakater.com/allow-references-from does not \
+             name the workload's namespace"
+        );
+    }
+
+    #[test]
+    fn consent_takes_namespace_names_and_a_star_and_ignores_the_rest() {
+        let consent = ReferenceConsent::parse(Some("a, B, b-1,, *x, -c"));
+        assert_eq!(
+            ["a", "b-1", "B", "*x", "-c", "c"].map(|n| consent.allows(n)),
+            [true, true, false, false, false, false]
+        );
+        assert!(ReferenceConsent::parse(Some(" * ")).allows("anything"));
+        assert_eq!(ReferenceConsent::parse(None), ReferenceConsent::default());
+        assert_eq!(ReferenceConsent::parse(Some("B, *x")), ReferenceConsent::default());
+        assert!(!ReferenceConsent::default().allows("a"));
+        assert_eq!(std::mem::size_of::<ReferenceConsent>(), std::mem::size_of::<usize>(), "one pointer per resource");
     }
 
     #[test]

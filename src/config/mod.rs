@@ -211,9 +211,10 @@ pub struct Args {
     pub namespace_reload_windows: bool,
 
     /// A named-list entry `<namespace>/<name>` (`configmap.reloader.stakater.com/reload: "istio-system/stable-tag"`)
-    /// reloads the workload when that resource of another namespace changes. Off by default: it lets a tenant make
-    /// another namespace's resource drive its rollouts. The namespace must be watched (`--namespaces`,
-    /// `--namespace-selector`, `--namespaces-to-ignore` apply to it as to any resource).
+    /// reloads the workload when that resource of another namespace changes, if the resource consents
+    /// (`reloader.stakater.com/allow-references-from` names the workload's namespace, or `*`). Off by default: it
+    /// lets a tenant make another namespace's resource drive its rollouts. The namespace must be watched
+    /// (`--namespaces`, `--namespace-selector`, `--namespaces-to-ignore` apply to it as to any resource).
     #[arg(long, env = "RELOADER_ALLOW_CROSS_NAMESPACE_REFERENCES", value_parser = parse_bool, num_args = 0..=1,
           default_value = "false", default_missing_value = "true", action = ArgAction::Set)]
     pub allow_cross_namespace_references: bool,

@@ -178,6 +178,7 @@ pub async fn run(
     }
     let mut index = Index::default();
     index.set_hash_key(settings.hash_key.clone());
+    index.set_cross_namespace(settings.decisions.cross_namespace);
     index.set_key_level(key_registry.clone(), settings.decisions.keys_used);
     let index = Mutex::new(index);
     let limiter = crate::ratelimit::RateLimiter::new(settings.write_qps, settings.write_burst);

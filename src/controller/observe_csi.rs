@@ -50,7 +50,7 @@ impl Observer {
             namespace: index.intern(&namespace),
             name: name.clone(),
         };
-        if let Some(facts) = index.config(&key).copied() {
+        if let Some(facts) = index.config(&key).cloned() {
             index.upsert_config(key, ConfigFacts { ignored, matched, ..facts }, Baseline::Current);
         }
         // Only flags that are set are kept (a deleted class reports both unset): the map stays as small as the

@@ -181,9 +181,10 @@ impl Observer {
                 if let Some(seen) = self.relisting.seen(stream, listed) {
                     seen.configs.insert(key.clone());
                 }
-                let before = index.config(&key).copied();
+                let before = index.config(&key).cloned();
+                let hash = facts.hash;
                 let update = index.upsert_config(key.clone(), facts, baseline);
-                index.set_views(&key, facts.hash, views);
+                index.set_views(&key, hash, views);
                 let changed_keys = index.observe_keys(&key, update, before, &digest);
                 debug!(resource = %key, ?update, "observed");
                 self.received(if update == ConfigUpdate::Created { "add" } else { "update" }, stream);

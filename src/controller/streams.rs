@@ -96,7 +96,7 @@ pub fn configmap_facts(cm: &ConfigMap, keys: &AnnotationKeys) -> Option<(ConfigK
     let (ignored, matched) = config_flags(cm, keys);
     let hash = hash::configmap(cm.data.as_ref(), cm.binary_data.as_ref());
     let facts = ConfigFacts::live(hash, ignored, matched).released_by(release_hold(cm)).written(last_written(cm));
-    Some((config_key(ConfigKind::ConfigMap, cm)?, facts))
+    Some((config_key(ConfigKind::ConfigMap, cm)?, facts.consenting(allow_references_from(cm))))
 }
 
 /// When an object was last written, as the API server recorded it: the newest time of its `managedFields` (a
@@ -111,12 +111,17 @@ fn release_hold(obj: &impl Resource) -> Option<&str> {
     obj.meta().annotations.as_ref()?.get(crate::constants::annotation::RELEASE_HOLD).map(String::as_str)
 }
 
+/// A resource's `allow-references-from` annotation (issue 38).
+fn allow_references_from(obj: &impl Resource) -> Option<&str> {
+    obj.meta().annotations.as_ref()?.get(crate::constants::annotation::ALLOW_REFERENCES_FROM).map(String::as_str)
+}
+
 /// The index facts of one Secret (content hash and flags, never its data).
 pub fn secret_facts(s: &Secret, keys: &AnnotationKeys) -> Option<(ConfigKey, ConfigFacts)> {
     let (ignored, matched) = config_flags(s, keys);
     let facts = ConfigFacts::live(hash::secret(s.data.as_ref()), ignored, matched);
     let facts = facts.sealed_by(s.metadata.uid.as_deref().unwrap_or_default()).released_by(release_hold(s));
-    let facts = facts.written(last_written(s));
+    let facts = facts.written(last_written(s)).consenting(allow_references_from(s));
     Some((config_key(ConfigKind::Secret, s)?, facts))
 }
 

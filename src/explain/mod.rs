@@ -220,25 +220,35 @@ pub fn explain(
     sorted.sort_by(|a, b| (a.0.kind, &a.0.name).cmp(&(b.0.kind, &b.0.name)));
     let mut resources = Vec::new();
     for (config, facts) in sorted {
-        let used = summary.uses.iter().any(|u| u.kind == config.kind && u.name == config.name);
+        let own = config.namespace == key.namespace;
+        let used = own && summary.uses.iter().any(|u| u.kind == config.kind && u.name == config.name);
         let keys = keys_read(summary, config, settings);
         // A resource of another namespace (a cross-namespace reference) is named as the workload's records name it.
         let shown = crate::index::pair_of(&key.namespace, config).1;
         let decision = decide_pair(&key.namespace, summary, config, facts, settings);
         let verdict = Verdict::new(config.kind, &shown, decision, keys);
-        if verdict.reloads || used {
+        // One of another namespace is there because an entry names it: shown, whatever the verdict.
+        if verdict.reloads || used || !own {
             resources.push(verdict);
         }
     }
+    if !settings.cross_namespace {
+        // Without the flag such entries are neither read nor indexed (issue 38): each is refused, as named.
+        let remote = summary.annotations.remote().filter(|(_, e)| *e.namespace != *key.namespace);
+        let refused = || ReloadDecision::Skip(crate::decision::SkipReason::CrossNamespaceRefused);
+        resources.extend(remote.map(|(kind, e)| Verdict::new(kind, &e.to_string(), refused(), None)));
+    }
     let missing = summary.uses.iter().filter(|used| {
-        watched.contains(&used.kind) && !configs.iter().any(|(c, _)| c.kind == used.kind && c.name == used.name)
+        let found = |(c, _): &&(ConfigKey, ConfigFacts)| c.namespace == key.namespace && c.kind == used.kind;
+        watched.contains(&used.kind) && !configs.iter().filter(found).any(|(c, _)| c.name == used.name)
     });
     let now = namespace_inactive.is_none().then(|| {
         let mut index = Index::default();
         index.set_hash_key(hash_key.cloned());
+        index.set_cross_namespace(settings.cross_namespace);
         index.set_key_level(std::sync::Arc::default(), settings.keys_used);
         for (config, facts) in configs {
-            index.upsert_config(config.clone(), *facts, start);
+            index.upsert_config(config.clone(), facts.clone(), start);
         }
         index.set_namespace_rules(&key.namespace, settings.namespace);
         index.upsert_workload(key.clone(), summary.clone(), start);

@@ -83,8 +83,11 @@ pub async fn workload(
         let read = (secret_facts as FactsFn<Secret>, secret_views as ViewsFn<Secret>);
         list_facts(client, namespace, &params, keys, read, &wanted, (&mut configs, &mut views)).await?;
     }
-    // `<namespace>/<name>` entries: the resources they name in other namespaces, allowed or refused.
-    configs.extend(remote_facts(client, &summary, namespace, &params, keys, &watched).await?);
+    // `<namespace>/<name>` entries: the resources they name in other namespaces, allowed or refused by their
+    // consent. Without the flag they are not read: `explain` shows them refused as the controller does.
+    if settings.decisions.cross_namespace {
+        configs.extend(remote_facts(client, &summary, namespace, &params, keys, &watched).await?);
+    }
     let namespace_inactive = namespace_inactive(client, namespace, settings).await?;
     let start = if settings.sync_after_restart { Baseline::Stale } else { Baseline::Current };
     let hash_key = settings.hash_key.as_ref();
@@ -137,8 +140,7 @@ pub async fn dependents(
         // Workloads of other namespaces that name it `<namespace>/<name>` (every namespace is listed: a one-off).
         let (everywhere, _, _) = list_workloads(client, None, settings).await?;
         let names_it = |(k, s): &(WorkloadKey, WorkloadSummary)| {
-            *k.namespace != *namespace
-                && s.annotations.for_kind(kind).remote.iter().any(|(ns, p)| ns == namespace && p.matches(&name))
+            *k.namespace != *namespace && s.annotations.for_kind(kind).remote.iter().any(|e| e.names(namespace, &name))
         };
         workloads.extend(everywhere.into_iter().filter(names_it));
     }
@@ -173,7 +175,7 @@ async fn remote_facts(
     let remote: std::collections::BTreeSet<(ConfigKind, &str)> = ConfigKind::ALL
         .into_iter()
         .filter(|k| watched.contains(k))
-        .flat_map(|k| summary.annotations.for_kind(k).remote.iter().map(move |(ns, _)| (k, ns.as_str())))
+        .flat_map(|k| summary.annotations.for_kind(k).remote.iter().map(move |e| (k, e.namespace.as_str())))
         .filter(|(_, ns)| *ns != namespace)
         .collect();
     let mut out = Vec::new();
@@ -191,7 +193,7 @@ async fn remote_facts(
             }
         }
         let entries = &summary.annotations.for_kind(kind).remote;
-        let named = |c: &ConfigKey| entries.iter().any(|(ns, p)| *ns == *c.namespace && p.matches(&c.name));
+        let named = |c: &ConfigKey| entries.iter().any(|e| e.names(&c.namespace, &c.name));
         out.extend(found.into_iter().filter(|(c, _)| c.kind == kind && named(c)));
     }
     Ok(out)

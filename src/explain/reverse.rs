@@ -82,7 +82,7 @@ pub fn explain_dependents(
     settings: DecisionSettings,
     strategy: ReloadStrategy,
 ) -> Dependents {
-    let facts = around.facts.unwrap_or_else(|| ConfigFacts::live(ContentHash::NONE, false, false));
+    let facts = around.facts.clone().unwrap_or_else(|| ConfigFacts::live(ContentHash::NONE, false, false));
     let unchanged = around.preview.as_ref().is_some_and(ContentChange::is_empty);
     let (mut would_roll, mut would_not_roll) = (Vec::new(), Vec::new());
     let mut workloads: Vec<&(WorkloadKey, WorkloadSummary)> = around.workloads.iter().collect();
@@ -91,7 +91,7 @@ pub fn explain_dependents(
         let used = summary.uses.iter().any(|u| u.kind == config.kind && u.name == config.name);
         let selection = summary.annotations.for_kind(config.kind);
         let named = selection.named.iter().any(|p| p.matches(&config.name))
-            || selection.remote.iter().any(|(ns, p)| **ns == *config.namespace && p.matches(&config.name));
+            || selection.remote.iter().any(|e| e.names(&config.namespace, &config.name));
         let decision = decide_pair(&key.namespace, summary, config, &facts, settings);
         let rolls = matches!(decision, ReloadDecision::Reload { .. });
         let keys = keys_read(summary, config, settings);

@@ -25,7 +25,7 @@ fn observe(index: &mut Index, pairs: &[(&str, &str)]) -> ContentHash {
     let data: BTreeMap<String, String> = pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
     let cm = ConfigMap { data: Some(data), ..ConfigMap::default() };
     let hash = hash::configmap(cm.data.as_ref(), None);
-    let before = index.config(&cfg()).copied();
+    let before = index.config(&cfg()).cloned();
     let update = index.upsert_config(cfg(), ConfigFacts::live(hash, false, false), Baseline::Current);
     index.observe_keys(&cfg(), update, before, &configmap_digest(&cm));
     hash

@@ -28,34 +28,35 @@ impl Index {
     /// Records a resource. A new resource becomes, per `baseline`, what the workloads that may use it and have
     /// no record of it are assumed to run with.
     pub fn upsert_config(&mut self, key: ConfigKey, mut facts: ConfigFacts, baseline: Baseline) -> ConfigUpdate {
-        let previous = match self.configs.get_mut(&key) {
+        let hash = facts.hash;
+        let update = match self.configs.get_mut(&key) {
             Some(entry) => {
                 // The content's write time: an update that keeps the content (annotations, a relist) keeps it.
-                let old = entry.facts;
+                let old = &entry.facts;
                 if old.hash == facts.hash && !old.deleted && old.written_second != 0 {
                     facts.written_second = old.written_second;
                 }
-                Some(std::mem::replace(&mut entry.facts, facts))
+                let update = match old {
+                    old if old.hash != facts.hash || old.deleted => ConfigUpdate::Changed { old: old.hash },
+                    old if *old != facts => ConfigUpdate::MetadataOnly,
+                    _ => ConfigUpdate::Unchanged,
+                };
+                entry.facts = facts;
+                update
             }
             None => {
                 self.configs.insert(key.clone(), ConfigEntry { facts, prints: Default::default() });
-                None
+                ConfigUpdate::Created
             }
-        };
-        let update = match previous {
-            None => ConfigUpdate::Created,
-            Some(old) if old.hash != facts.hash || old.deleted => ConfigUpdate::Changed { old: old.hash },
-            Some(old) if old != facts => ConfigUpdate::MetadataOnly,
-            Some(_) => ConfigUpdate::Unchanged,
         };
         if matches!(update, ConfigUpdate::Changed { .. }) {
             self.views.remove(&key);
         }
         if update == ConfigUpdate::Created {
-            let pair = (key.kind, key.name.clone());
             for w in self.candidates(&key) {
                 if let Some(state) = self.workloads.get_mut(&w) {
-                    state.baselines.insert(pair.clone(), baseline.hash(facts.hash));
+                    // As the workload names it: `<namespace>/<name>` from another namespace.
+                    state.baselines.insert(super::pair_of(&w.namespace, &key), baseline.hash(hash));
                 }
             }
         }
@@ -71,7 +72,8 @@ impl Index {
             Some(f) if tombstone && !f.deleted => {
                 let marker = ContentHash::delete_marker();
                 // When it was deleted is not on the object: `evict-pods` takes when the controller saw it.
-                *f = ConfigFacts { hash: marker, record_hash: marker, deleted: true, written_second: 0, ..*f };
+                let consent = std::mem::take(&mut f.consent);
+                *f = ConfigFacts { hash: marker, record_hash: marker, deleted: true, written_second: 0, consent, ..*f };
                 true
             }
             Some(f) => {

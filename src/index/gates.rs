@@ -80,7 +80,9 @@ impl Index {
     }
 
     /// The gates' view of `reloads` of `key`. `timed_out` tells the rollouts that passed `--rollout-timeout`
-    /// (counted as failed: kinds without a deadline condition fail by the controller's clock).
+    /// (counted as failed: kinds without a deadline condition fail by the controller's clock). Peers are of `key`'s
+    /// namespace only (issue 38): through a `<namespace>/<name>` entry a tenant's paused, failing or low-wave
+    /// workload would otherwise hold another namespace's rollouts.
     pub fn gate_changes(
         &self,
         key: &WorkloadKey,
@@ -95,7 +97,7 @@ impl Index {
                 let peers = self
                     .candidates(&r.config)
                     .into_iter()
-                    .filter(|w| w != key)
+                    .filter(|w| w != key && w.namespace == key.namespace)
                     .filter_map(|w| {
                         let state = self.workloads.get(&w)?;
                         let settings = self.with_namespace_rules(&w.namespace, settings);
@@ -150,11 +152,11 @@ mod tests {
         let (db, db_summary) = wave("db", "0");
         let (web, web_summary) = wave("web", "1");
         let (ck, v1) = cm("cfg", "v1");
-        index.upsert_config(ck.clone(), v1, Baseline::Current);
+        index.upsert_config(ck.clone(), v1.clone(), Baseline::Current);
         index.upsert_workload(db.clone(), db_summary, Baseline::Current);
         index.upsert_workload(web.clone(), web_summary, Baseline::Current);
         let (_, v2) = cm("cfg", "v2");
-        index.upsert_config(ck.clone(), v2, Baseline::Current);
+        index.upsert_config(ck.clone(), v2.clone(), Baseline::Current);
         let db_plan = full_plan(&mut index, &db);
         let web_plan = full_plan(&mut index, &web);
         assert_eq!(web_plan.reloads.len(), 1);

@@ -36,7 +36,7 @@ use crate::{
 };
 
 /// What the index keeps per resource.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConfigFacts {
     /// Content hash (upstream SHA-1; upstream's delete marker once deleted).
     pub hash: ContentHash,
@@ -57,6 +57,9 @@ pub struct ConfigFacts {
     /// `evict-pods` restarts the pods created before it, whenever the controller sees the change (after a restart,
     /// too). Four bytes, not a 16-byte `Option<Timestamp>`: one per resource, tens of thousands of them.
     pub written_second: u32,
+    /// The namespaces whose workloads may name it from there (its `allow-references-from` annotation; issue 38):
+    /// 8 bytes, null without the annotation.
+    pub consent: crate::decision::ReferenceConsent,
 }
 
 /// What the index keeps per resource: its facts and a fingerprint per key (to name changed keys).
@@ -142,6 +145,9 @@ pub struct Index {
     departed_order: VecDeque<ConfigKey>,
     /// `--hash-key-secret`: Secret hashes written on templates are keyed by it.
     hash_key: Option<crate::hash_key::HashKey>,
+    /// `--allow-cross-namespace-references`: without it, `<namespace>/<name>` entries naming another namespace are
+    /// not indexed.
+    cross_namespace: bool,
     /// Key-level reloads: the views of current contents, per resource, for the key sets in `key_registry`
     /// (a view outlives its key set until the content changes, so a workload opting out is recognised).
     views: HashMap<ConfigKey, Vec<KeyView>>,
@@ -162,7 +168,21 @@ pub struct Index {
 impl ConfigFacts {
     /// Facts of a live resource whose record holds its content hash as is.
     pub fn live(hash: ContentHash, ignored: bool, matched: bool) -> Self {
-        Self { hash, record_hash: hash, ignored, matched, deleted: false, released: false, written_second: 0 }
+        Self {
+            hash,
+            record_hash: hash,
+            ignored,
+            matched,
+            deleted: false,
+            released: false,
+            written_second: 0,
+            consent: Default::default(),
+        }
+    }
+
+    /// The same facts, with the consent of its `allow-references-from` annotation (`None`: absent).
+    pub fn consenting(self, allow_references_from: Option<&str>) -> Self {
+        Self { consent: crate::decision::ReferenceConsent::parse(allow_references_from), ..self }
     }
 
     /// The same facts, written at `at` (see [`Self::written_at`]); a time outside `u32` seconds is unknown.
@@ -192,6 +212,12 @@ impl Index {
     /// Sets the key Secret hashes are written under (`--hash-key-secret`).
     pub fn set_hash_key(&mut self, key: Option<crate::hash_key::HashKey>) {
         self.hash_key = key;
+    }
+
+    /// Sets whether `<namespace>/<name>` entries naming another namespace are indexed
+    /// (`--allow-cross-namespace-references`). Before any workload is indexed: the reverse maps follow it.
+    pub fn set_cross_namespace(&mut self, allowed: bool) {
+        self.cross_namespace = allowed;
     }
 
     /// Shares one allocation per namespace name across keys.

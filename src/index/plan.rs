@@ -87,6 +87,7 @@ pub fn decide_pair(
         name: &config.name,
         ignored: facts.ignored,
         matched: facts.matched,
+        consent: &facts.consent,
     };
     decide(&workload, &resource, settings)
 }
@@ -108,6 +109,12 @@ impl Index {
             let pair = super::pair_of(&key.namespace, &config);
             match decide_pair(&key.namespace, s, &config, facts, settings) {
                 ReloadDecision::Skip(SkipReason::NoContainer) => {}
+                ReloadDecision::Skip(refused) if refused.is_cross_namespace_refusal() => {
+                    // Refused (no flag, no consent): nothing about the resource goes on the object, not even into
+                    // an entry the tenant planted — it would follow the content and tell whether it exists. Memory
+                    // still follows, so a change made while refused is not applied once allowed.
+                    baselines.push((pair, facts.hash));
+                }
                 ReloadDecision::Skip(_) => {
                     // Opted out (resource ignored, workload excluded, `auto: "false"`…): a change made now is
                     // never to be applied, not even later when it opts back in. Where the object records a hash
@@ -132,8 +139,12 @@ impl Index {
                         Some(v) => (v.hash, v.record_hash),
                         None => (facts.hash, facts.record_hash),
                     };
-                    let key = self.hash_key.as_ref().filter(|_| config.kind == ConfigKind::Secret && !facts.deleted);
-                    let keyed = key.map(|k| hash.sealed(k.bytes()));
+                    let secret = config.kind == ConfigKind::Secret && !facts.deleted;
+                    let keyed = self.hash_key.as_ref().filter(|_| secret).map(|k| hash.sealed(k.bytes()));
+                    // Another namespace's Secret is never written as its plain SHA-1 (issue 38): without
+                    // `--hash-key-secret`, in the record's form, sealed under its UID (which the tenant cannot
+                    // read): the workload shows nothing of its value that could be tested offline.
+                    let unkeyed = if secret && config.namespace != key.namespace { record_hash } else { hash };
                     let forms = self.current_forms(state, &config, facts, &reading);
                     // A value of a form of the current content counts as it; the next plan rewrites the record in
                     // today's form, the template only with the next real reload.
@@ -164,7 +175,7 @@ impl Index {
                             pair: pair.clone(),
                             config,
                             hash,
-                            value: keyed.unwrap_or(hash),
+                            value: keyed.unwrap_or(unkeyed),
                             previous,
                             container,
                             reason,

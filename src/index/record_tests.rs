@@ -21,7 +21,7 @@ fn first_sight_records_the_baseline_on_the_object_once() {
     let mut index = Index::default();
     let (wk, ws) = auto("web");
     let (ck, v1) = cm("cfg", "v1");
-    index.upsert_config(ck, v1, Baseline::Current);
+    index.upsert_config(ck, v1.clone(), Baseline::Current);
     index.upsert_workload(wk.clone(), ws.clone(), Baseline::Current);
     let p = full_plan(&mut index, &wk);
     assert!(p.reloads.is_empty());
@@ -41,7 +41,7 @@ fn a_change_made_while_down_reaches_a_never_reloaded_workload_exactly_once() {
     let (wk, ws) = auto("web");
     let mut index = Index::default();
     index.upsert_workload(wk.clone(), with_applied_hashes(ws.clone(), &[("cfg", v1.hash)]), Baseline::Current);
-    index.upsert_config(ck, v2, Baseline::Current);
+    index.upsert_config(ck, v2.clone(), Baseline::Current);
     let p = full_plan(&mut index, &wk);
     assert_eq!(p.reloads.iter().map(|r| (r.previous, r.hash)).collect::<Vec<_>>(), vec![(v1.hash, v2.hash)]);
     index.mark_written(&wk, &p);
@@ -59,12 +59,12 @@ fn stale_baselines_reload_unrecorded_pairs_for_create_and_sync_after_restart() {
     let (wk, ws) = auto("web");
     index.upsert_workload(wk.clone(), ws, Baseline::Current);
     let (ck, v1) = cm("cfg", "v1");
-    assert_eq!(index.upsert_config(ck, v1, Baseline::Stale), ConfigUpdate::Created);
+    assert_eq!(index.upsert_config(ck, v1.clone(), Baseline::Stale), ConfigUpdate::Created);
     assert_eq!(plan(&mut index, &wk), vec![("cfg".to_owned(), v1.hash)], "reload-on-create");
 
     let mut index = Index::default();
     let (ck, v1) = cm("cfg", "v1");
-    index.upsert_config(ck, v1, Baseline::Current);
+    index.upsert_config(ck, v1.clone(), Baseline::Current);
     let (wk, ws) = auto("web");
     index.upsert_workload(wk.clone(), ws, Baseline::Stale);
     assert_eq!(plan(&mut index, &wk), vec![("cfg".to_owned(), v1.hash)], "sync-after-restart");
@@ -72,7 +72,7 @@ fn stale_baselines_reload_unrecorded_pairs_for_create_and_sync_after_restart() {
     // A recorded pair is in sync whatever the baseline mode.
     let mut index = Index::default();
     let (ck, v1) = cm("cfg", "v1");
-    index.upsert_config(ck, v1, Baseline::Current);
+    index.upsert_config(ck, v1.clone(), Baseline::Current);
     let env = recorded(v1.hash);
     let (wk, ws) = deployment("web", json!({"reloader.stakater.com/auto": "true"}), env);
     index.upsert_workload(wk.clone(), ws, Baseline::Stale);
@@ -84,7 +84,7 @@ fn a_rejected_write_is_not_attempted_again_until_something_changes() {
     let mut index = Index::default();
     let (wk, ws) = auto("web");
     let (ck, v1) = cm("cfg", "v1");
-    index.upsert_config(ck.clone(), v1, Baseline::Current);
+    index.upsert_config(ck.clone(), v1.clone(), Baseline::Current);
     index.upsert_workload(wk.clone(), ws.clone(), Baseline::Current);
     let (_, v2) = cm("cfg", "v2");
     index.upsert_config(ck.clone(), v2, Baseline::Current);
@@ -95,7 +95,7 @@ fn a_rejected_write_is_not_attempted_again_until_something_changes() {
     index.upsert_workload(wk.clone(), with_applied_hashes(ws.clone(), &[("cfg", v1.hash)]), Baseline::Current);
     assert!(full_plan(&mut index, &wk).reloads.is_empty(), "our own record's echo changes nothing");
     let (_, v3) = cm("cfg", "v3");
-    index.upsert_config(ck, v3, Baseline::Current);
+    index.upsert_config(ck, v3.clone(), Baseline::Current);
     assert_eq!(plan(&mut index, &wk), vec![("cfg".to_owned(), v3.hash)], "a new change is attempted");
 }
 
@@ -109,7 +109,7 @@ fn a_change_made_while_opted_out_is_never_applied_not_even_after_opting_back_in_
     let ws = with_applied_hashes(ws, &[("cfg", v1.hash)]);
     let mut index = Index::default();
     index.upsert_workload(wk.clone(), ws, Baseline::Current);
-    let ignored = ConfigFacts { ignored: true, ..v2 };
+    let ignored = ConfigFacts { ignored: true, ..v2.clone() };
     index.upsert_config(ck.clone(), ignored, Baseline::Current);
     let p = full_plan(&mut index, &wk);
     assert!(p.reloads.is_empty(), "ignored: no rollout");
@@ -121,7 +121,7 @@ fn a_change_made_while_opted_out_is_never_applied_not_even_after_opting_back_in_
     index.upsert_workload(wk.clone(), echoed.clone(), Baseline::Current);
 
     // Opting back in (the ignore removed) rolls nothing, now or after a restart (a fresh index).
-    index.upsert_config(ck.clone(), v2, Baseline::Current);
+    index.upsert_config(ck.clone(), v2.clone(), Baseline::Current);
     assert!(full_plan(&mut index, &wk).is_empty(), "opted back in");
     let mut restarted = Index::default();
     restarted.upsert_workload(wk.clone(), echoed, Baseline::Current);
@@ -130,7 +130,7 @@ fn a_change_made_while_opted_out_is_never_applied_not_even_after_opting_back_in_
 
     // The next real change rolls once.
     let (_, v3) = cm("cfg", "v3");
-    restarted.upsert_config(ck, v3, Baseline::Current);
+    restarted.upsert_config(ck, v3.clone(), Baseline::Current);
     assert_eq!(plan(&mut restarted, &wk), vec![("cfg".to_owned(), v3.hash)]);
 }
 

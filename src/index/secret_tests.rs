@@ -35,7 +35,7 @@ fn secret_entries_of_the_record_are_sealed_and_never_the_plain_sha1() {
     let (ck, v1) = secret("db", "123456", "secret-uid");
     let (wk, ws) = secret_user("web");
     let mut index = Index::default();
-    index.upsert_config(ck.clone(), v1, Baseline::Current);
+    index.upsert_config(ck.clone(), v1.clone(), Baseline::Current);
     index.upsert_workload(wk.clone(), ws.clone(), Baseline::Current);
     let p = full_plan(&mut index, &wk);
     let written = p.applied_hashes.expect("first sight writes the record");
@@ -51,7 +51,7 @@ fn secret_entries_of_the_record_are_sealed_and_never_the_plain_sha1() {
     let (_, v2) = secret("db", "654321", "secret-uid");
     let mut changed = Index::default();
     changed.upsert_workload(wk.clone(), secret_record(ws, entry), Baseline::Current);
-    changed.upsert_config(ck, v2, Baseline::Current);
+    changed.upsert_config(ck, v2.clone(), Baseline::Current);
     let p = full_plan(&mut changed, &wk);
     assert_eq!(p.reloads.iter().map(|r| r.hash).collect::<Vec<_>>(), vec![v2.hash]);
     let sealed_v2 = v2.hash.sealed(b"secret-uid");
@@ -64,7 +64,7 @@ fn a_plain_secret_entry_written_by_an_earlier_version_is_resealed_without_a_roll
     let (wk, ws) = secret_user("web");
     let mut index = Index::default();
     index.upsert_workload(wk.clone(), secret_record(ws, v1.hash), Baseline::Current);
-    index.upsert_config(ck, v1, Baseline::Current);
+    index.upsert_config(ck, v1.clone(), Baseline::Current);
     let p = full_plan(&mut index, &wk);
     assert!(p.reloads.is_empty(), "the content did not change");
     let resealed = p.applied_hashes.map(|r| r[&(ConfigKind::Secret, "db".to_owned())]);
@@ -77,12 +77,12 @@ fn a_secret_recreated_with_the_same_content_rolls_nothing_and_with_new_content_r
         let (ck, v1) = secret("db", "123456", "uid-1");
         let (wk, ws) = secret_user("web");
         let mut index = Index::default();
-        index.upsert_config(ck.clone(), v1, Baseline::Current);
+        index.upsert_config(ck.clone(), v1.clone(), Baseline::Current);
         index.upsert_workload(wk.clone(), secret_record(ws, v1.record_hash), Baseline::Current);
         assert!(full_plan(&mut index, &wk).is_empty());
         index.delete_config(&ck, false);
         let (_, recreated) = secret("db", value, "uid-2");
-        index.upsert_config(ck, recreated, Baseline::Current);
+        index.upsert_config(ck, recreated.clone(), Baseline::Current);
         let p = full_plan(&mut index, &wk);
         assert_eq!(!p.reloads.is_empty(), rolls, "{value}");
         let entry = p.applied_hashes.map(|r| r[&(ConfigKind::Secret, "db".to_owned())]);
@@ -120,7 +120,7 @@ fn keyed_hashes_switched_on_rotated_and_off_roll_nothing_and_the_next_change_rol
     on.upsert_workload(wk.clone(), ws, Baseline::Current);
     on.upsert_config(ck.clone(), v1, Baseline::Current);
     assert!(full_plan(&mut on, &wk).reloads.is_empty(), "switching on rolls nothing");
-    on.upsert_config(ck.clone(), v2, Baseline::Current);
+    on.upsert_config(ck.clone(), v2.clone(), Baseline::Current);
     let p = full_plan(&mut on, &wk);
     assert_eq!(p.reloads.len(), 1);
     assert_eq!(p.reloads[0].value, v2.hash.sealed(k1), "the template gets the keyed digest");
@@ -131,9 +131,9 @@ fn keyed_hashes_switched_on_rotated_and_off_roll_nothing_and_the_next_change_rol
     for (what, mut index) in [("rotated", keyed(k2)), ("switched off", Index::default()), ("restarted", keyed(k1))] {
         let (wk, ws) = on_object();
         index.upsert_workload(wk.clone(), ws, Baseline::Current);
-        index.upsert_config(ck.clone(), v2, Baseline::Current);
+        index.upsert_config(ck.clone(), v2.clone(), Baseline::Current);
         assert!(full_plan(&mut index, &wk).is_empty(), "{what}: nothing rolls");
-        index.upsert_config(ck.clone(), v3, Baseline::Current);
+        index.upsert_config(ck.clone(), v3.clone(), Baseline::Current);
         let p = full_plan(&mut index, &wk);
         assert_eq!(p.reloads.len(), 1, "{what}: the next change rolls once");
     }
@@ -145,7 +145,7 @@ fn keyed_hashes_switched_on_rotated_and_off_roll_nothing_and_the_next_change_rol
         let mut index = keyed(key.unwrap_or_default());
         let (wk, ws) = secret_user_recording(v2.hash.sealed(k1), None);
         index.upsert_workload(wk.clone(), ws, Baseline::Current);
-        index.upsert_config(ck.clone(), v2, Baseline::Current);
+        index.upsert_config(ck.clone(), v2.clone(), Baseline::Current);
         assert_eq!(!full_plan(&mut index, &wk).reloads.is_empty(), rolls, "{what}");
     }
     let mut rotated = Index::default();

@@ -70,11 +70,11 @@ fn a_content_change_reloads_once_and_replays_converge() {
     let mut index = Index::default();
     let (wk, ws) = auto("web");
     let (ck, v1) = cm("cfg", "v1");
-    index.upsert_config(ck.clone(), v1, Baseline::Current);
+    index.upsert_config(ck.clone(), v1.clone(), Baseline::Current);
     index.upsert_workload(wk.clone(), ws, Baseline::Current);
 
     let (_, v2) = cm("cfg", "v2");
-    assert_eq!(index.upsert_config(ck.clone(), v2, Baseline::Current), ConfigUpdate::Changed { old: v1.hash });
+    assert_eq!(index.upsert_config(ck.clone(), v2.clone(), Baseline::Current), ConfigUpdate::Changed { old: v1.hash });
     assert_eq!(index.candidates(&ck), vec![wk.clone()]);
     let p = full_plan(&mut index, &wk);
     assert_eq!(p.reloads.len(), 1);
@@ -82,7 +82,7 @@ fn a_content_change_reloads_once_and_replays_converge() {
     index.mark_written(&wk, &p);
 
     // A duplicate event, a relist replay, a stale workload event: nothing more to do.
-    assert_eq!(index.upsert_config(ck.clone(), v2, Baseline::Current), ConfigUpdate::Unchanged);
+    assert_eq!(index.upsert_config(ck.clone(), v2.clone(), Baseline::Current), ConfigUpdate::Unchanged);
     assert!(plan(&mut index, &wk).is_empty());
     let (_, stale) = auto("web");
     index.upsert_workload(wk.clone(), stale, Baseline::Current);
@@ -103,7 +103,7 @@ fn a_restart_applies_changes_made_while_down_to_workloads_with_a_record() {
     let (wk, ws) = deployment("web", json!({"reloader.stakater.com/auto": "true"}), env);
     let mut index = Index::default();
     index.upsert_workload(wk.clone(), ws, Baseline::Current);
-    index.upsert_config(ck, v2, Baseline::Current);
+    index.upsert_config(ck, v2.clone(), Baseline::Current);
     assert_eq!(plan(&mut index, &wk), vec![("cfg".to_owned(), v2.hash)]);
 }
 
@@ -137,7 +137,7 @@ fn selecting_a_resource_later_does_not_by_itself_reload() {
 fn metadata_only_changes_are_not_content_changes() {
     let mut index = Index::default();
     let (ck, v1) = cm("cfg", "v1");
-    index.upsert_config(ck.clone(), v1, Baseline::Current);
+    index.upsert_config(ck.clone(), v1.clone(), Baseline::Current);
     let ignored = ConfigFacts { ignored: true, ..v1 };
     assert_eq!(index.upsert_config(ck, ignored, Baseline::Current), ConfigUpdate::MetadataOnly);
 }
@@ -150,11 +150,11 @@ fn a_reload_carries_when_its_content_was_written() {
     let mut index = Index::default();
     let (wk, ws) = auto("web");
     let (ck, v1) = cm("cfg", "v1");
-    index.upsert_config(ck.clone(), v1.written(Some(at("2026-12-05T10:00:00Z"))), Baseline::Current);
+    index.upsert_config(ck.clone(), v1.clone().written(Some(at("2026-12-05T10:00:00Z"))), Baseline::Current);
     index.upsert_workload(wk.clone(), ws, Baseline::Current);
     let (_, v2) = cm("cfg", "v2");
     let changed = Some(at("2026-12-05T10:00:07Z"));
-    index.upsert_config(ck.clone(), v2.written(changed), Baseline::Current);
+    index.upsert_config(ck.clone(), v2.clone().written(changed), Baseline::Current);
     let relabelled = ConfigFacts { ignored: false, matched: true, ..v2 }.written(Some(at("2026-12-05T10:00:09Z")));
     assert_eq!(index.upsert_config(ck.clone(), relabelled, Baseline::Current), ConfigUpdate::MetadataOnly);
     assert_eq!(index.config(&ck).and_then(ConfigFacts::written_at), changed);
@@ -177,7 +177,7 @@ fn named_lists_find_unreferenced_resources_by_regex() {
     assert_eq!(index.candidates(&ck), vec![wk.clone()]);
     assert!(index.candidates(&other).is_empty());
     let (_, v2) = cm("app-settings", "v2");
-    index.upsert_config(ck, v2, Baseline::Current);
+    index.upsert_config(ck, v2.clone(), Baseline::Current);
     assert_eq!(plan(&mut index, &wk), vec![("app-settings".to_owned(), v2.hash)]);
 }
 
@@ -240,7 +240,7 @@ fn deletions_remove_env_vars_that_exist_and_only_those() {
     let (with_var, ws_var) = deployment("with-var", json!({"reloader.stakater.com/auto": "true"}), env);
     let (without, ws_plain) = auto("without");
     let mut index = Index::default();
-    index.upsert_config(ck.clone(), v1, Baseline::Current);
+    index.upsert_config(ck.clone(), v1.clone(), Baseline::Current);
     index.upsert_workload(with_var.clone(), ws_var, Baseline::Current);
     index.upsert_workload(without.clone(), ws_plain, Baseline::Current);
     assert!(index.delete_config(&ck, true), "a live resource becomes a tombstone");
@@ -284,7 +284,7 @@ fn churn_of_resources_and_namespaces_leaves_every_map_as_it_was() {
         index.upsert_config(ck.clone(), cf, Baseline::Current);
         // Changed once (its transition kept to name the keys of the reload) before the namespace goes.
         let (_, changed) = cm("cfg", "v2");
-        let before_change = index.config(&ck).copied();
+        let before_change = index.config(&ck).cloned();
         let update = index.upsert_config(ck.clone(), changed, Baseline::Current);
         let digest = crate::keyprints::configmap_digest(&k8s_openapi::api::core::v1::ConfigMap::default());
         index.observe_keys(&ck, update, before_change, &digest);

@@ -45,18 +45,14 @@ pub(super) struct WorkloadState {
 }
 
 impl Index {
-    /// Workloads that may reload when `key` changes: those referencing or naming it, and those with a regex in a
-    /// named list that matches its name (from its namespace, or from another through `<namespace>/<regex>`).
+    /// Workloads that may reload when `key` changes: those referencing or naming it, and those of its namespace
+    /// with a regex in a named list that matches its name.
     pub fn candidates(&self, key: &ConfigKey) -> Vec<WorkloadKey> {
         let mut out: BTreeSet<WorkloadKey> =
             self.referenced_by.get(key).into_iter().flat_map(|r| r.iter()).cloned().collect();
         for w in self.with_named_lists.get(&key.namespace).into_iter().flatten() {
             let selection = self.workloads.get(w).map(|s| s.summary.annotations.for_kind(key.kind));
-            let matches = selection.is_some_and(|s| {
-                let local = w.namespace == key.namespace && s.named.iter().any(|p| p.matches(&key.name));
-                local || s.remote.iter().any(|(ns, p)| **ns == *key.namespace && p.matches(&key.name))
-            });
-            if matches {
+            if selection.is_some_and(|s| s.named.iter().any(|p| p.matches(&key.name))) {
                 out.insert(w.clone());
             }
         }
@@ -104,11 +100,11 @@ impl Index {
                 .cloned()
                 .collect(),
         };
-        for ck in named_or_used(&key, &summary) {
+        for ck in named_or_used(&key, &summary, self.cross_namespace) {
             self.referenced_by.entry(ck).or_default().insert(key.clone());
         }
-        for namespace in pattern_namespaces(&key, &summary) {
-            self.with_named_lists.entry(namespace).or_default().insert(key.clone());
+        if summary.annotations.has_pattern_list() {
+            self.with_named_lists.entry(key.namespace.clone()).or_default().insert(key.clone());
         }
         let candidates = self.candidate_configs(&key, &summary);
         // Only what a plan reads is kept: names a workload no longer uses or matches (kustomize's hash-suffixed
@@ -138,7 +134,7 @@ impl Index {
 
     fn remove_workload(&mut self, key: &WorkloadKey) -> Option<WorkloadState> {
         let state = *self.workloads.remove(key)?;
-        for ck in named_or_used(key, &state.summary) {
+        for ck in named_or_used(key, &state.summary, self.cross_namespace) {
             if let Some(set) = self.referenced_by.get_mut(&ck) {
                 set.remove(key);
                 if set.is_empty() {
@@ -146,12 +142,10 @@ impl Index {
                 }
             }
         }
-        for namespace in pattern_namespaces(key, &state.summary) {
-            if let Some(set) = self.with_named_lists.get_mut(&namespace) {
-                set.remove(key);
-                if set.is_empty() {
-                    self.with_named_lists.remove(&namespace);
-                }
+        if let Some(set) = self.with_named_lists.get_mut(&key.namespace) {
+            set.remove(key);
+            if set.is_empty() {
+                self.with_named_lists.remove(&key.namespace);
             }
         }
         Some(state)
@@ -265,18 +259,12 @@ impl Index {
     pub(super) fn candidate_configs(&self, key: &WorkloadKey, summary: &WorkloadSummary) -> BTreeSet<ConfigKey> {
         let named = &summary.annotations;
         let mut out: BTreeSet<ConfigKey> = used(key, summary).collect();
-        out.extend(exactly_named(key, summary).filter(|c| self.configs.get(c).is_some()));
+        let exact = exactly_named(key, summary, self.cross_namespace);
+        out.extend(exact.filter(|c| self.configs.get(c).is_some()));
         if named.has_pattern_list() {
             let matched = self.configs.keys_in(&key.namespace).filter(|c| {
                 let selection = named.for_kind(c.kind);
                 !selection.pattern_free() && selection.named.iter().any(|p| p.matches(&c.name))
-            });
-            out.extend(matched.cloned());
-        }
-        for namespace in named.remote_pattern_namespaces() {
-            let matched = self.configs.keys_in(namespace).filter(|c| {
-                let remote = &named.for_kind(c.kind).remote;
-                remote.iter().any(|(ns, p)| p.exact().is_none() && ns == namespace && p.matches(&c.name))
             });
             out.extend(matched.cloned());
         }
@@ -285,8 +273,12 @@ impl Index {
 }
 
 /// The resources a workload uses and those its named lists of plain names name: where `referenced_by` finds it.
-fn named_or_used<'a>(key: &'a WorkloadKey, summary: &'a WorkloadSummary) -> impl Iterator<Item = ConfigKey> + 'a {
-    used(key, summary).chain(exactly_named(key, summary))
+fn named_or_used<'a>(
+    key: &'a WorkloadKey,
+    summary: &'a WorkloadSummary,
+    cross_namespace: bool,
+) -> impl Iterator<Item = ConfigKey> + 'a {
+    used(key, summary).chain(exactly_named(key, summary, cross_namespace))
 }
 
 /// The resources its pod spec uses.
@@ -294,26 +286,22 @@ fn used<'a>(key: &'a WorkloadKey, summary: &'a WorkloadSummary) -> impl Iterator
     summary.uses.iter().map(|u| ConfigKey { kind: u.kind, namespace: key.namespace.clone(), name: u.name.clone() })
 }
 
-/// The resources its named lists of plain names name (lists with a regex entry are matched instead), and the
-/// plain `<namespace>/<name>` entries.
-fn exactly_named<'a>(key: &'a WorkloadKey, summary: &'a WorkloadSummary) -> impl Iterator<Item = ConfigKey> + 'a {
+/// The resources its named lists of plain names name (lists with a regex entry are matched instead), and those
+/// of its `<namespace>/<name>` entries — naming another namespace only with `cross_namespace`
+/// (`--allow-cross-namespace-references`): without it such an entry is not indexed at all (issue 38), so that
+/// nothing the controller does for the workload depends on that resource.
+fn exactly_named<'a>(
+    key: &'a WorkloadKey,
+    summary: &'a WorkloadSummary,
+    cross_namespace: bool,
+) -> impl Iterator<Item = ConfigKey> + 'a {
     let local = summary.annotations.named_exactly().map(|(kind, name)| ConfigKey {
         kind,
         namespace: key.namespace.clone(),
         name: name.to_owned(),
     });
-    let remote = summary.annotations.remote_exactly().map(|(kind, namespace, name)| ConfigKey {
-        kind,
-        namespace: namespace.into(),
-        name: name.to_owned(),
-    });
+    let remote = summary.annotations.remote().filter(move |(_, e)| cross_namespace || *e.namespace == *key.namespace);
+    let remote =
+        remote.map(|(kind, e)| ConfigKey { kind, namespace: e.namespace.as_str().into(), name: e.name.clone() });
     local.chain(remote)
-}
-
-/// The namespaces whose resources a workload's regex entries are matched against (`with_named_lists`): its own
-/// when a named list has one, and those of `<namespace>/<regex>` entries.
-fn pattern_namespaces(key: &WorkloadKey, summary: &WorkloadSummary) -> BTreeSet<std::sync::Arc<str>> {
-    let annotations = &summary.annotations;
-    let own = annotations.has_pattern_list().then(|| key.namespace.clone());
-    own.into_iter().chain(annotations.remote_pattern_namespaces().map(std::sync::Arc::from)).collect()
 }
