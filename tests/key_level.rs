@@ -165,7 +165,9 @@ async fn each_form_rolls_for_its_keys_only(strategy: &str) {
     }
 
     // A Secret read through secretKeyRef: another key changes, nothing; the password changes, one rollout.
+    let updates = reloader.events("update", "secrets").await;
     set_secret_value(&ns, "db", "user", "u2").await;
+    updates.wait_grown(1).await;
     Kind::Deployment.stays_at_revisions(&ns, "secret-reader", 1).await;
     set_secret_value(&ns, "db", "password", "p2").await;
     Kind::Deployment.wait_revisions(&ns, "secret-reader", 2).await;
@@ -186,6 +188,17 @@ async fn each_reference_form_rolls_for_the_keys_it_reads_with_annotations() {
     each_form_rolls_for_its_keys_only("annotations").await;
 }
 
+/// Waits until the workload's `applied-hashes` record holds `hash`: the controller has planned it since the
+/// change that makes it record that hash.
+async fn wait_record_holds(ns: &TestNamespace, name: &str, hash: &str) {
+    wait_for(&format!("{name}'s applied-hashes record to hold {hash}"), RELOAD_WAIT, || async {
+        let d = ns.api::<Deployment>().get(name).await.map_err(|e| e.to_string())?;
+        let record = d.annotations().get("reloader.stakater.com/applied-hashes").cloned().unwrap_or_default();
+        if record.contains(hash) { Ok(()) } else { Err(record) }
+    })
+    .await;
+}
+
 async fn set_reload_on(ns: &TestNamespace, name: &str, value: Option<&str>) {
     let patch = json!({"metadata": {"annotations": {KEYS_USED: value}}});
     ns.api::<Deployment>().patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await.expect("annotate");
@@ -202,19 +215,26 @@ async fn opting_in_and_out_rolls_nothing_and_neither_does_a_restart() {
     set_configmap_data(&ns, "cfg", &[("a", "1"), ("b", "2")]).await;
     Kind::Deployment.wait_revisions(&ns, "web", 2).await;
 
+    // Opting in: the record follows, to the hash of the key read, and nothing rolls.
     set_reload_on(&ns, "web", Some("keys-used")).await;
+    wait_record_holds(&ns, "web", &hash_of_a("1")).await;
     Kind::Deployment.stays_at_revisions(&ns, "web", 2).await;
+    let updates = first.events("update", "configmaps").await;
     set_configmap_data(&ns, "cfg", &[("a", "1"), ("b", "3")]).await;
+    updates.wait_grown(1).await;
     Kind::Deployment.stays_at_revisions(&ns, "web", 2).await;
 
     // A restart while opted in rolls nothing; nor does an unread change made while it was down.
     first.kill();
     set_configmap_data(&ns, "cfg", &[("a", "1"), ("b", "4")]).await;
     let second = Reloader::start(&ns.name, &[]).await;
+    second.wait_reconciled(1).await;
     Kind::Deployment.stays_at_revisions(&ns, "web", 2).await;
     assert_eq!(second.count_log("updated 'web'"), 0);
 
+    // Opting out: the record follows, to the whole content's hash, and nothing rolls.
     set_reload_on(&ns, "web", None).await;
+    wait_record_holds(&ns, "web", &configmap_hash(&[("a", "1"), ("b", "4")])).await;
     Kind::Deployment.stays_at_revisions(&ns, "web", 2).await;
     set_configmap_data(&ns, "cfg", &[("a", "1"), ("b", "5")]).await;
     Kind::Deployment.wait_revisions(&ns, "web", 3).await;
@@ -236,12 +256,7 @@ async fn the_flag_opts_every_workload_in_and_the_annotation_opts_one_out() {
     let out = json!({"reloader.stakater.com/auto": "true", KEYS_USED: "any-key"});
     Kind::Deployment.create(&ns, "out", out, json!({}), spec).await;
     let _reloader = Reloader::start_with_env(&ns.name, &[], &[("RELOADER_RELOAD_ON", "keys-used")]).await;
-    wait_for("records", RELOAD_WAIT, || async {
-        let d = ns.api::<Deployment>().get("default").await.map_err(|e| e.to_string())?;
-        let record = d.annotations().get("reloader.stakater.com/applied-hashes").cloned().unwrap_or_default();
-        if record.contains(&hash_of_a("1")) { Ok(()) } else { Err(record) }
-    })
-    .await;
+    wait_record_holds(&ns, "default", &hash_of_a("1")).await;
     set_configmap_data(&ns, "cfg", &[("a", "1"), ("b", "2")]).await;
     Kind::Deployment.wait_revisions(&ns, "out", 2).await;
     Kind::Deployment.stays_at_revisions(&ns, "default", 1).await;

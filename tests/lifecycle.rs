@@ -113,6 +113,7 @@ async fn a_restart_rolls_only_what_changed_while_down_and_only_once() {
     set_configmap_data(&ns, "changed", &[("k", "3")]).await;
     let second = Reloader::start(&ns.name, &[]).await;
     Kind::Deployment.wait_revisions(&ns, "never-reloaded", 2).await;
+    second.wait_reconciled(2).await;
     Kind::Deployment.stays_at_revisions(&ns, "untouched", 1).await;
     Kind::Deployment.stays_at_revisions(&ns, "never-reloaded", 2).await;
     assert_eq!(
@@ -123,6 +124,7 @@ async fn a_restart_rolls_only_what_changed_while_down_and_only_once() {
     drop(second);
 
     let third = Reloader::start(&ns.name, &[]).await;
+    third.wait_reconciled(2).await;
     Kind::Deployment.stays_at_revisions(&ns, "never-reloaded", 2).await;
     Kind::Deployment.stays_at_revisions(&ns, "untouched", 1).await;
     assert_eq!(third.count_log("updated '"), 0);
@@ -138,13 +140,18 @@ async fn a_change_made_while_opted_out_is_not_applied_on_opting_back_in_nor_afte
     Kind::Deployment.wait_revisions(&ns, "web", 2).await;
 
     // Opted out (the ConfigMap ignored) while it changes: no rollout, then opted back in: still none.
+    let updates = first.events("update", "configmaps").await;
     touch_configmap_metadata(&ns, "cfg", &[], &[("reloader.stakater.com/ignore", "true")]).await;
     set_configmap_data(&ns, "cfg", &[("k", "3")]).await;
+    updates.wait_grown(2).await;
     Kind::Deployment.stays_at_revisions(&ns, "web", 2).await;
+    let updates = first.events("update", "configmaps").await;
     touch_configmap_metadata(&ns, "cfg", &[], &[("reloader.stakater.com/ignore", "false")]).await;
+    updates.wait_grown(1).await;
     Kind::Deployment.stays_at_revisions(&ns, "web", 2).await;
     first.kill();
     let second = Reloader::start(&ns.name, &[]).await;
+    second.wait_reconciled(1).await;
     Kind::Deployment.stays_at_revisions(&ns, "web", 2).await;
     assert_eq!(second.count_log("updated 'web'"), 0);
 
@@ -190,6 +197,7 @@ async fn sync_after_restart_reloads_unrecorded_workloads_once() {
     Kind::Deployment.create(&alone_ns, "web", auto(), json!({}), env_from_configmap("cfg")).await;
     Kind::Deployment.wait_revisions(&alone_ns, "web", 1).await;
     let alone = Reloader::start(&alone_ns.name, &["--sync-after-restart"]).await;
+    alone.wait_reconciled(1).await;
     Kind::Deployment.stays_at_revisions(&alone_ns, "web", 1).await;
     assert_eq!(alone.count_log("updated 'web'"), 0);
     drop(alone);
@@ -204,6 +212,7 @@ async fn sync_after_restart_reloads_unrecorded_workloads_once() {
     assert_eq!(first.count_log("updated 'web'"), 1);
     drop(first);
     let second = Reloader::start(&ns.name, &flags).await;
+    second.wait_reconciled(1).await;
     Kind::Deployment.stays_at_revisions(&ns, "web", 2).await;
     assert_eq!(second.count_log("updated 'web'"), 0);
 }

@@ -40,10 +40,12 @@ async fn metadata_only_change_does_not_reload(kind: Kind) {
     let ns = TestNamespace::create(&format!("cm-meta-{kind:?}")).await;
     create_configmap(&ns, "cfg", &[("k", "v1")], &[]).await;
     kind.create(&ns, "web", annotations(&[AUTO]), json!({}), env_from_configmap("cfg")).await;
-    let _reloader = Reloader::start(&ns.name, &[]).await;
+    let reloader = Reloader::start(&ns.name, &[]).await;
     kind.wait_revisions(&ns, "web", 1).await;
 
+    let updates = reloader.events("update", "configmaps").await;
     touch_configmap_metadata(&ns, "cfg", &[("team", "a")], &[("note", "x")]).await;
+    updates.wait_grown(1).await;
     kind.stays_at_revisions(&ns, "web", 1).await;
     set_configmap_data(&ns, "cfg", &[("k", "v2")]).await;
     kind.wait_revisions(&ns, "web", 2).await;
@@ -76,11 +78,15 @@ async fn auto_requires_a_reference_and_typed_auto_its_kind(kind: Kind) {
     create_secret(&ns, "sec", &[("k", "1")], &[]).await;
     let spec = json!({"containers": [{"name": "app", "image": "x", "envFrom": [{"configMapRef": {"name": "used"}}, {"secretRef": {"name": "sec"}}]}]});
     kind.create(&ns, "web", annotations(&[("configmap.reloader.stakater.com/auto", "true")]), json!({}), spec).await;
-    let _reloader = Reloader::start(&ns.name, &[]).await;
+    let reloader = Reloader::start(&ns.name, &[]).await;
     kind.wait_revisions(&ns, "web", 1).await;
 
+    let (configmaps, secrets) =
+        (reloader.events("update", "configmaps").await, reloader.events("update", "secrets").await);
     set_configmap_data(&ns, "unused", &[("k", "2")]).await;
     set_secret_value(&ns, "sec", "k", "2").await;
+    configmaps.wait_grown(1).await;
+    secrets.wait_grown(1).await;
     kind.stays_at_revisions(&ns, "web", 1).await;
     set_configmap_data(&ns, "used", &[("k", "2")]).await;
     kind.wait_revisions(&ns, "web", 2).await;
@@ -103,7 +109,9 @@ async fn named_list_reloads_unreferenced_matches_and_reports_bad_regex(kind: Kin
         assert!(line.contains(part), "{part:?} missing from {line:?}");
     }
 
+    let updates = reloader.events("update", "configmaps").await;
     set_configmap_data(&ns, "other", &[("k", "2")]).await;
+    updates.wait_grown(1).await;
     kind.stays_at_revisions(&ns, "web", 1).await;
     set_configmap_data(&ns, "app-settings", &[("k", "2")]).await;
     kind.wait_revisions(&ns, "web", 2).await;
@@ -126,12 +134,16 @@ async fn search_mode_needs_match_on_the_resource(kind: Kind) {
         env_from_configmap("cfg"),
     )
     .await;
-    let _reloader = Reloader::start(&ns.name, &[]).await;
+    let reloader = Reloader::start(&ns.name, &[]).await;
     kind.wait_revisions(&ns, "web", 1).await;
 
+    let updates = reloader.events("update", "configmaps").await;
     set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
+    updates.wait_grown(1).await;
     kind.stays_at_revisions(&ns, "web", 1).await;
+    let updates = reloader.events("update", "configmaps").await;
     touch_configmap_metadata(&ns, "cfg", &[], &[("reloader.stakater.com/match", "true")]).await;
+    updates.wait_grown(1).await;
     kind.stays_at_revisions(&ns, "web", 1).await;
     set_configmap_data(&ns, "cfg", &[("k", "3")]).await;
     kind.wait_revisions(&ns, "web", 2).await;
@@ -155,12 +167,16 @@ async fn ignore_on_the_resource_and_exclude_lists_win(kind: Kind) {
         ("secrets.exclude.reloader.stakater.com/reload", "other, excluded-secret"),
     ];
     kind.create(&ns, "web", annotations(&meta), json!({}), spec).await;
-    let _reloader = Reloader::start(&ns.name, &[]).await;
+    let reloader = Reloader::start(&ns.name, &[]).await;
     kind.wait_revisions(&ns, "web", 1).await;
 
+    let (configmaps, secrets) =
+        (reloader.events("update", "configmaps").await, reloader.events("update", "secrets").await);
     set_configmap_data(&ns, "ignored", &[("k", "2")]).await;
     set_configmap_data(&ns, "excluded", &[("k", "2")]).await;
     set_secret_value(&ns, "excluded-secret", "k", "2").await;
+    configmaps.wait_grown(2).await;
+    secrets.wait_grown(1).await;
     kind.stays_at_revisions(&ns, "web", 1).await;
     set_configmap_data(&ns, "normal", &[("k", "2")]).await;
     kind.wait_revisions(&ns, "web", 2).await;
@@ -255,7 +271,8 @@ async fn annotations_strategy_writes_upstreams_last_reloaded_from(kind: Kind) {
 
     // Unlike upstream v1's annotations mode, a restart does not reload again: the annotation records the hash.
     drop(reloader);
-    let _restarted = Reloader::start(&ns.name, &["--reload-strategy=annotations"]).await;
+    let restarted = Reloader::start(&ns.name, &["--reload-strategy=annotations"]).await;
+    restarted.wait_reconciled(1).await;
     kind.stays_at_revisions(&ns, "web", 2).await;
 }
 
@@ -274,6 +291,7 @@ async fn stored_hashes_decide_at_startup_equal_is_left_alone_stale_is_applied_on
 
     let reloader = Reloader::start(&ns.name, &[]).await;
     kind.wait_revisions(&ns, "stale", 2).await;
+    reloader.wait_reconciled(2).await;
     kind.stays_at_revisions(&ns, "current", 1).await;
     assert_eq!(reloader.count_log("updated 'current'"), 0, "stored hash equals the content: no patch");
     assert_eq!(reloader.count_log("updated 'stale'"), 1);

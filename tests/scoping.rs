@@ -3,7 +3,7 @@
 mod common;
 
 use common::*;
-use k8s_openapi::api::core::v1::{Namespace, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use kube::{
     Api,
     api::{Patch, PatchParams, PostParams},
@@ -37,8 +37,19 @@ async fn reload_on_create_reloads_when_a_used_resource_appears_even_with_secrets
 async fn without_reload_on_create_a_new_resource_does_not_reload() {
     let ns = TestNamespace::create("no-on-create").await;
     Kind::Deployment.create(&ns, "web", auto(), json!({}), env_from_configmap("late")).await;
-    let _reloader = Reloader::start(&ns.name, &[]).await;
+    let reloader = Reloader::start(&ns.name, &[]).await;
     create_configmap(&ns, "late", &[("k", "1")], &[]).await;
+    // This process counts one "add" per ConfigMap it first sees: as many as the namespace holds now, `late`
+    // included (the namespace's kube-root-ca.crt may arrive at any time, so a count moving by one is not enough).
+    let present = api::<ConfigMap>(&ns).list(&Default::default()).await.expect("list configmaps").items.len();
+    let adds = events_received("add", "configmaps");
+    wait_for(&format!("{adds} to reach {present}, `late` included"), RELOAD_WAIT, || async {
+        let seen = sample(&reloader.metrics().await, &adds).unwrap_or(0.0);
+        #[allow(clippy::cast_precision_loss)] // a few ConfigMaps
+        let present = present as f64;
+        if seen >= present { Ok(()) } else { Err(format!("{seen}")) }
+    })
+    .await;
     Kind::Deployment.stays_at_revisions(&ns, "web", 1).await;
     set_configmap_data(&ns, "late", &[("k", "2")]).await;
     Kind::Deployment.wait_revisions(&ns, "web", 2).await;
@@ -86,8 +97,10 @@ async fn without_reload_on_delete_a_deletion_changes_nothing() {
     let ns = TestNamespace::create("no-on-delete").await;
     create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
     Kind::Deployment.create(&ns, "web", auto(), json!({}), env_from_configmap("cfg")).await;
-    let _reloader = Reloader::start(&ns.name, &[]).await;
+    let reloader = Reloader::start(&ns.name, &[]).await;
+    let deletes = reloader.events("delete", "configmaps").await;
     delete_configmap(&ns, "cfg").await;
+    deletes.wait_grown(1).await;
     Kind::Deployment.stays_at_revisions(&ns, "web", 1).await;
 }
 
@@ -98,8 +111,18 @@ async fn resources_to_ignore_stops_that_type_only() {
     create_secret(&ns, "sec", &[("k", "1")], &[]).await;
     let spec = json!({"containers": [{"name": "app", "image": "x", "envFrom": [{"configMapRef": {"name": "cfg"}}, {"secretRef": {"name": "sec"}}]}]});
     Kind::Deployment.create(&ns, "web", auto(), json!({}), spec).await;
-    let _reloader = Reloader::start(&ns.name, &["--resources-to-ignore=configMaps"]).await;
+    let reloader = Reloader::start(&ns.name, &["--resources-to-ignore=configMaps"]).await;
+    let secret_updates = reloader.events("update", "secrets").await;
     set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
+    // No ConfigMap event ever reaches it (a watch of them would have counted `cfg` in its first list), while it
+    // does process what follows the change: a metadata-only write of the Secret.
+    let note = json!({"metadata": {"annotations": {"note": "after the ConfigMap change"}}});
+    api::<Secret>(&ns).patch("sec", &PatchParams::default(), &Patch::Merge(&note)).await.expect("annotate secret");
+    secret_updates.wait_grown(1).await;
+    let metrics = reloader.metrics().await;
+    for t in ["add", "update", "delete"] {
+        assert_eq!(sample(&metrics, &events_received(t, "configmaps")), None, "{t} ConfigMap events received");
+    }
     Kind::Deployment.stays_at_revisions(&ns, "web", 1).await;
     set_secret_value(&ns, "sec", "k", "2").await;
     Kind::Deployment.wait_revisions(&ns, "web", 2).await;
@@ -113,8 +136,13 @@ async fn resource_label_selector_limits_the_watched_resources() {
     touch_configmap_metadata(&ns, "labelled", &[("reload", "yes")], &[]).await;
     let spec = json!({"containers": [{"name": "app", "image": "x", "envFrom": [{"configMapRef": {"name": "plain"}}, {"configMapRef": {"name": "labelled"}}]}]});
     Kind::Deployment.create(&ns, "web", auto(), json!({}), spec).await;
-    let _reloader = Reloader::start(&ns.name, &["--resource-label-selector=reload:yes"]).await;
+    let reloader = Reloader::start(&ns.name, &["--resource-label-selector=reload:yes"]).await;
+    let updates = reloader.events("update", "configmaps").await;
     set_configmap_data(&ns, "plain", &[("k", "2")]).await;
+    // A later metadata-only write of the labelled ConfigMap comes on the same watch, after where `plain`'s change
+    // would: once it is counted, `plain`'s change was not delivered.
+    touch_configmap_metadata(&ns, "labelled", &[], &[("note", "after plain's change")]).await;
+    assert_eq!(updates.wait_grown(1).await, 1.0, "only the labelled ConfigMap's update is received");
     Kind::Deployment.stays_at_revisions(&ns, "web", 1).await;
     set_configmap_data(&ns, "labelled", &[("k", "2")]).await;
     Kind::Deployment.wait_revisions(&ns, "web", 2).await;
@@ -127,8 +155,14 @@ async fn helm_release_secrets_are_never_watched() {
         .expect("secret");
     api::<Secret>(&ns).create(&PostParams::default(), &s).await.expect("create");
     Kind::Deployment.create(&ns, "web", auto(), json!({}), volume_secret("sh.helm.release.v1.app.v1")).await;
-    let _reloader = Reloader::start(&ns.name, &[]).await;
+    let reloader = Reloader::start(&ns.name, &[]).await;
+    let (adds, updates) = (reloader.events("add", "secrets").await, reloader.events("update", "secrets").await);
     set_secret_value(&ns, "sh.helm.release.v1.app.v1", "release", "b").await;
+    // A Secret created after it comes on the same watch, after where the release Secret's change would: once it
+    // is counted, that change was not delivered.
+    create_secret(&ns, "after", &[("k", "1")], &[]).await;
+    adds.wait_grown(1).await;
+    assert_eq!(updates.grown().await, 0.0, "the release Secret's update is not received");
     Kind::Deployment.stays_at_revisions(&ns, "web", 1).await;
 }
 
@@ -146,7 +180,9 @@ async fn namespace_selector_follows_label_changes_and_namespaces_to_ignore_wins(
     let selector = format!("--namespace-selector=reloader-scope:{id}");
     let ignore = format!("--namespaces-to-ignore={}", ignored.name);
     let reloader = Reloader::start_unscoped(&[&selector, &ignore], &[]).await;
-    for ns in [&selected, &ignored, &later] {
+    // The selected namespace's change last: global mode watches ConfigMaps in one stream, so its reload shows the
+    // controller processed the two changes before it.
+    for ns in [&ignored, &later, &selected] {
         set_configmap_data(ns, "cfg", &[("k", "2")]).await;
     }
     Kind::Deployment.wait_revisions(&selected, "web", 2).await;

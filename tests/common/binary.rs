@@ -105,6 +105,46 @@ impl Reloader {
         format!("http://{addr}")
     }
 
+    /// The controller's `/metrics` exposition now.
+    pub async fn metrics(&self) -> String {
+        super::http_get(&self.http_base().await, "/metrics").await.1
+    }
+
+    /// Reads the counter `series` (`name{labels}` exactly as exposed; absent counts as 0) now, before a change,
+    /// to wait afterwards until it has moved: evidence that the controller saw and processed that change. A
+    /// "nothing happened" assertion without such evidence passes even when the controller never looked.
+    pub async fn counter(&self, series: &str) -> Counter<'_> {
+        let at = super::sample(&self.metrics().await, series).unwrap_or(0.0);
+        Counter { reloader: self, series: series.to_owned(), at }
+    }
+
+    /// [`Reloader::counter`] of `reloader_events_received_total{event_type, resource_type}`: the observer counts
+    /// a watch event when it applies it to the index, and queues the workloads it concerns in the same step.
+    pub async fn events(&self, event_type: &str, resource_type: &str) -> Counter<'_> {
+        self.counter(&events_received(event_type, resource_type)).await
+    }
+
+    /// Waits until this process has finished at least `n` reconciles (any result) and its work queue is empty:
+    /// after a start, evidence that the full reconcile following its first list went through the namespace's `n`
+    /// workloads (a workload reconciled again after its own write may count twice, hence the empty queue too).
+    pub async fn wait_reconciled(&self, n: u32) {
+        let base = self.http_base().await;
+        wait_for(&format!("{n} reconcile(s) finished and an empty work queue"), RELOAD_WAIT, || async {
+            let (_, metrics) = super::http_get(&base, "/metrics").await;
+            let done: f64 = ["success", "skipped", "error"]
+                .iter()
+                .filter_map(|r| super::sample(&metrics, &format!("reloader_reconcile_total{{result=\"{r}\"}}")))
+                .sum();
+            let queued = super::sample(&metrics, "reloader_workqueue_depth").unwrap_or(0.0);
+            if done >= f64::from(n) && queued == 0.0 {
+                Ok(())
+            } else {
+                Err(format!("{done} reconcile(s), {queued} queued"))
+            }
+        })
+        .await;
+    }
+
     /// A copy of every log line so far.
     pub fn logs(&self) -> Vec<String> {
         self.lines.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
@@ -189,5 +229,38 @@ pub fn built_commit() -> (String, String) {
     match (head, time) {
         (Some(head), Some(time)) => (head, time),
         _ => ("unknown".into(), "0001-01-01T00:00:00Z".into()),
+    }
+}
+
+/// `reloader_events_received_total{event_type="…",resource_type="…"}` as exposed.
+pub fn events_received(event_type: &str, resource_type: &str) -> String {
+    format!("reloader_events_received_total{{event_type=\"{event_type}\",resource_type=\"{resource_type}\"}}")
+}
+
+/// A counter of a running [`Reloader`], read before a change (see [`Reloader::counter`]).
+pub struct Counter<'a> {
+    reloader: &'a Reloader,
+    series: String,
+    at: f64,
+}
+
+impl Counter<'_> {
+    /// How much the counter has grown since it was read.
+    pub async fn grown(&self) -> f64 {
+        super::sample(&self.reloader.metrics().await, &self.series).unwrap_or(0.0) - self.at
+    }
+
+    /// Waits until the counter has grown by at least `by` since it was read (the change made after the reading
+    /// was processed); returns how much it grew.
+    pub async fn wait_grown(&self, by: u32) -> f64 {
+        let base = self.reloader.http_base().await;
+        let what =
+            format!("{} to grow by {by} from {}: evidence the controller processed the change", self.series, self.at);
+        wait_for(&what, RELOAD_WAIT, || async {
+            let (_, metrics) = super::http_get(&base, "/metrics").await;
+            let grown = super::sample(&metrics, &self.series).unwrap_or(0.0) - self.at;
+            if grown >= f64::from(by) { Ok(grown) } else { Err(format!("grown by {grown}")) }
+        })
+        .await
     }
 }

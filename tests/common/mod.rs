@@ -13,7 +13,7 @@ mod receiver;
 pub mod webhook;
 
 #[allow(unused_imports)] // not every test binary starts the controller or runs explain
-pub use binary::{Reloader, built_commit, explain_as, explain_with};
+pub use binary::{Counter, Reloader, built_commit, events_received, explain_as, explain_with};
 #[allow(unused_imports)] // not every test binary receives webhooks
 pub use receiver::{Answer, Received, Receiver};
 
