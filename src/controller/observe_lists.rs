@@ -10,7 +10,7 @@ use std::{
 use tracing::{info, warn};
 
 use super::{
-    Source,
+    Observed, Source,
     observer::{Lane, Observer},
 };
 use crate::{index::ConfigKey, workload::WorkloadKey};
@@ -156,11 +156,14 @@ impl Observer {
             self.enqueue(key, now, Lane::Reconcile);
         }
         if self.ctx.owed_jobs.enabled() && self.ctx.leads() {
-            // Jobs an earlier process deleted for a reload and did not create again: their reconcile creates them.
-            let ctx = self.ctx.clone();
+            // Jobs an earlier process deleted for a reload (and maybe did not create again): their reconcile settles
+            // the entry. Back through the observer, which queues only those in scope (issue 38, finding 7: the
+            // Secret is shared by every controller of its namespace, whatever namespaces each watches).
+            let (ctx, tx) = (self.ctx.clone(), self.fallback_tx.clone());
             tokio::spawn(async move {
-                for key in ctx.owed_jobs.owed_keys(&ctx.client).await {
-                    ctx.queue.add(key, Instant::now());
+                let keys = ctx.owed_jobs.owed_keys(&ctx.client).await;
+                if !keys.is_empty() {
+                    let _ = tx.unbounded_send(Observed::OwedJobs(keys));
                 }
             });
         }
