@@ -57,7 +57,8 @@ pub struct Metrics {
     /// `reloader_waiting_workloads{reason}` (ours, issue 17): workloads whose reload waits at a rollout gate
     /// (`held`, `wave`, `window`).
     pub waiting: IntGaugeVec,
-    /// `reloader_ready` (ours): 1 once every watch has synced.
+    /// `reloader_ready` (ours): 1 while `/readyz` answers 200 (a core kind served somewhere), as of the last list,
+    /// watch failure or recovery.
     pub ready: Gauge,
     /// `reloader_write_limiter_wait_seconds_total` (ours): time writes spent waiting for the write rate limit
     /// (`--kube-api-qps`); its rate is the average number of writes waiting, so a rate that stays high says the
@@ -176,7 +177,8 @@ impl Metrics {
         let panics =
             IntCounter::new("reloader_reconcile_panics_total", "Reconciles that panicked, contained and retried")
                 .unwrap_or_else(|e| panic!("{e}"));
-        let ready = Gauge::new("reloader_ready", "1 once every watch has synced").unwrap_or_else(|e| panic!("{e}"));
+        let ready = Gauge::new("reloader_ready", "1 while /readyz answers 200: every core kind is watched somewhere")
+            .unwrap_or_else(|e| panic!("{e}"));
         let write_limiter_wait = Counter::new(
             "reloader_write_limiter_wait_seconds_total",
             "Time writes spent waiting for the write rate limit (--kube-api-qps)",

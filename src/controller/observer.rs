@@ -91,6 +91,8 @@ impl Observer {
     /// starts its restart counter at 0 (metrics.rs says why).
     fn register(&self, info: &StreamInfo) {
         self.ctx.metrics.watch_restarts.with_label_values(&[info.source.api_resource()]);
+        let (kind, core) = (info.source.api_resource(), !info.source.is_optional());
+        self.ctx.health.register_source(&info.to_string(), kind, core);
         if let Source::Config(kind) = info.source {
             self.ctx.index().set_config_source_listed(kind, info.namespace.as_deref(), false);
         }
