@@ -448,6 +448,67 @@ async fn an_owed_entry_past_its_lifetime_is_given_up() {
     .await;
 }
 
+/// Issue 38, finding 7: a Job owed (deleted for a reload) whose create a ResourceQuota refuses (`count/jobs`, its
+/// one slot taken by another Job meanwhile) is said in the log and by a `RecreateRefused` Event, and the entry is
+/// kept and retried: once the quota has room, within the entry's lifetime, the Job is created, once.
+#[tokio::test]
+async fn an_owed_job_refused_by_a_quota_is_said_and_created_once_there_is_room() {
+    use k8s_openapi::api::core::v1::{Event, ResourceQuota};
+
+    let ns = TestNamespace::create("job-owed-quota").await;
+    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
+    let quota: ResourceQuota = serde_json::from_value(json!({
+        "metadata": {"name": "jobs"}, "spec": {"hard": {"count/jobs.batch": "1"}}
+    }))
+    .expect("quota");
+    let quotas: Api<ResourceQuota> = api(&ns);
+    quotas.create(&PostParams::default(), &quota).await.expect("create quota");
+    wait_for("the quota's status", RELOAD_WAIT, || async {
+        let q = quotas.get("jobs").await.map_err(|e| e.to_string())?;
+        let hard = q.status.and_then(|s| s.hard).unwrap_or_default();
+        if hard.contains_key("count/jobs.batch") { Ok(()) } else { Err("no status yet".to_owned()) }
+    })
+    .await;
+    let mut other = migrate_job(&ns);
+    other["metadata"] = json!({"name": "other", "namespace": ns.name});
+    let jobs: Api<Job> = api(&ns);
+    jobs.create(&PostParams::default(), &serde_json::from_value(other).expect("job")).await.expect("create other");
+    wait_for("the quota to count the other Job", RELOAD_WAIT, || async {
+        let q = quotas.get("jobs").await.map_err(|e| e.to_string())?;
+        let used = q.status.and_then(|s| s.used).unwrap_or_default();
+        match used.get("count/jobs.batch") {
+            Some(n) if n.0 == "1" => Ok(()),
+            n => Err(format!("used {n:?}")),
+        }
+    })
+    .await;
+    write_owed_entry(&ns, "the-replaced-job", jiff::Timestamp::now()).await;
+
+    let reloader =
+        Reloader::start_with_env(&ns.name, &["--max-retry-backoff=2s"], &[("RELOADER_NAMESPACE", ns.name.as_str())])
+            .await;
+    let line = reloader.wait_log("a ResourceQuota refuses its new Job").await;
+    assert!(line.contains("'migrate'") && line.contains("exceeded quota"), "{line}");
+    wait_for("a RecreateRefused Event on the Job", RELOAD_WAIT, || async {
+        let events = api::<Event>(&ns).list(&Default::default()).await.map_err(|e| e.to_string())?;
+        let found = events.items.iter().any(|e| {
+            e.reason.as_deref() == Some("RecreateRefused") && e.involved_object.name.as_deref() == Some("migrate")
+        });
+        if found { Ok(()) } else { Err(format!("{} events", events.items.len())) }
+    })
+    .await;
+    assert!(jobs.get_opt("migrate").await.expect("get").is_none());
+    assert_eq!(owed_entries(&ns).await, vec![format!("{}.migrate", ns.name)], "kept while refused");
+
+    jobs.delete("other", &kube::api::DeleteParams::background()).await.expect("delete other");
+    let created = wait_for("the owed Job created once the quota has room", 2 * RELOAD_WAIT, || async {
+        jobs.get_opt("migrate").await.map_err(|e| e.to_string())?.ok_or_else(|| "not yet".to_owned())
+    })
+    .await;
+    wait_owed_cleared(&ns).await;
+    holds_one_recreation(&jobs, &created).await;
+}
+
 #[tokio::test]
 async fn ignored_workload_types_are_not_reloaded() {
     let ns = TestNamespace::create("ignored-types").await;
