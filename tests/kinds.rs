@@ -191,10 +191,10 @@ async fn a_cronjob_with_cronjob_reload_patch_gets_its_job_template_patched_and_s
 }
 
 /// Job `migrate` of namespace `ns`, reloaded with ConfigMap `cfg`, as its manifest says it.
-fn migrate_job(ns: &TestNamespace) -> serde_json::Value {
+fn migrate_job(ns: &str) -> serde_json::Value {
     json!({
         "apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {"name": "migrate", "namespace": ns.name, "annotations": {"reloader.stakater.com/auto": "true"}},
+        "metadata": {"name": "migrate", "namespace": ns, "annotations": {"reloader.stakater.com/auto": "true"}},
         "spec": {"backoffLimit": 0, "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "x",
             "envFrom": [{"configMapRef": {"name": "cfg"}}]}]}}}
     })
@@ -202,7 +202,7 @@ fn migrate_job(ns: &TestNamespace) -> serde_json::Value {
 
 async fn create_migrate_job(ns: &TestNamespace) -> (Api<Job>, Option<String>) {
     create_configmap(ns, "cfg", &[("k", "1")], &[]).await;
-    let job: Job = serde_json::from_value(migrate_job(ns)).expect("job");
+    let job: Job = serde_json::from_value(migrate_job(&ns.name)).expect("job");
     let jobs: Api<Job> = api(ns);
     let old_uid = jobs.create(&PostParams::default(), &job).await.expect("create job").uid();
     (jobs, old_uid)
@@ -356,12 +356,22 @@ async fn a_job_whose_create_fails_for_longer_than_one_write_is_created_when_it_c
 /// Writes the owed recreation of Job `migrate` into `reloader-owed-jobs` in `ns`, as the controller records it
 /// before deleting the Job `old_uid` names: at `recorded_at`, the Job to create being `migrate`'s manifest.
 async fn write_owed_entry(ns: &TestNamespace, old_uid: &str, recorded_at: jiff::Timestamp) {
-    let value = json!({"oldUid": old_uid, "recordedAt": recorded_at.to_string(), "job": migrate_job(ns)});
-    let secret: k8s_openapi::api::core::v1::Secret = serde_json::from_value(json!({
-        "metadata": {"name": "reloader-owed-jobs"},
-        "stringData": {format!("{}.migrate", ns.name): value.to_string()}
-    }))
-    .expect("secret");
+    write_owed_entries(ns, &[(&ns.name, old_uid, recorded_at)]).await;
+}
+
+/// [`write_owed_entry`] for Jobs `migrate` of several namespaces: (namespace, old UID, recorded at).
+async fn write_owed_entries(ns: &TestNamespace, entries: &[(&str, &str, jiff::Timestamp)]) {
+    let data: serde_json::Map<String, serde_json::Value> = entries
+        .iter()
+        .map(|(namespace, old_uid, recorded_at)| {
+            let value =
+                json!({"oldUid": old_uid, "recordedAt": recorded_at.to_string(), "job": migrate_job(namespace)});
+            (format!("{namespace}.migrate"), json!(value.to_string()))
+        })
+        .collect();
+    let secret: k8s_openapi::api::core::v1::Secret =
+        serde_json::from_value(json!({"metadata": {"name": "reloader-owed-jobs"}, "stringData": data}))
+            .expect("secret");
     api(ns).create(&PostParams::default(), &secret).await.expect("create owed-jobs secret");
 }
 
@@ -388,7 +398,7 @@ async fn an_owed_entry_left_after_its_create_never_creates_the_job_again() {
     let (jobs, replaced_uid) = create_migrate_job(&ns).await;
     // What the kill leaves: the replaced Job deleted, its recreation created, the entry still there.
     delete_migrate_job(&jobs).await;
-    let job: Job = serde_json::from_value(migrate_job(&ns)).expect("job");
+    let job: Job = serde_json::from_value(migrate_job(&ns.name)).expect("job");
     let created = jobs.create(&PostParams::default(), &job).await.expect("create the recreation").uid();
     let replaced_uid = replaced_uid.expect("uid");
     write_owed_entry(&ns, &replaced_uid, jiff::Timestamp::now()).await;
@@ -448,6 +458,37 @@ async fn an_owed_entry_past_its_lifetime_is_given_up() {
     .await;
 }
 
+/// Issue 38, finding 7: the owed-jobs Secret is shared by every controller of its namespace. An entry of a
+/// namespace this controller does not watch is left alone (never created here); one of a watched namespace that no
+/// longer exists is dropped, said once. Before, the first was created by whichever controller started, and the
+/// second stayed forever, its create retried.
+#[tokio::test]
+async fn owed_entries_out_of_scope_are_left_and_of_a_deleted_namespace_dropped() {
+    let ns = TestNamespace::create("job-owed-scope").await;
+    let theirs = TestNamespace::create("job-owed-theirs").await;
+    let gone = format!("{}-gone", ns.name);
+    let now = jiff::Timestamp::now();
+    write_owed_entries(&ns, &[(&theirs.name, "their-replaced-job", now), (&gone, "a-replaced-job", now)]).await;
+
+    let scope = format!("--namespaces={},{gone}", ns.name);
+    let reloader = Reloader::start_unscoped(&[scope.as_str()], &[("RELOADER_NAMESPACE", ns.name.as_str())]).await;
+    let line = reloader.wait_log(&format!("namespace '{gone}' is gone")).await;
+    assert!(line.contains("owed recreation of Job 'migrate' is dropped"), "{line}");
+    wait_for("only the deleted namespace's entry dropped", RELOAD_WAIT, || async {
+        let entries = owed_entries(&ns).await;
+        if entries == vec![format!("{}.migrate", theirs.name)] { Ok(()) } else { Err(format!("{entries:?}")) }
+    })
+    .await;
+    let their_jobs: Api<Job> = api(&theirs);
+    holds_for("no Job created in a namespace out of scope", QUIET_PERIOD, || async {
+        match their_jobs.get_opt("migrate").await.map_err(|e| e.to_string())? {
+            Some(j) => Err(format!("Job 'migrate' created in {}: {:?}", theirs.name, j.uid())),
+            None => Ok(()),
+        }
+    })
+    .await;
+}
+
 /// Issue 38, finding 7: a Job owed (deleted for a reload) whose create a ResourceQuota refuses (`count/jobs`, its
 /// one slot taken by another Job meanwhile) is said in the log and by a `RecreateRefused` Event, and the entry is
 /// kept and retried: once the quota has room, within the entry's lifetime, the Job is created, once.
@@ -469,7 +510,7 @@ async fn an_owed_job_refused_by_a_quota_is_said_and_created_once_there_is_room()
         if hard.contains_key("count/jobs.batch") { Ok(()) } else { Err("no status yet".to_owned()) }
     })
     .await;
-    let mut other = migrate_job(&ns);
+    let mut other = migrate_job(&ns.name);
     other["metadata"] = json!({"name": "other", "namespace": ns.name});
     let jobs: Api<Job> = api(&ns);
     jobs.create(&PostParams::default(), &serde_json::from_value(other).expect("job")).await.expect("create other");
