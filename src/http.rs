@@ -1,11 +1,13 @@
 //! The HTTP endpoints: `/metrics`, `/live` (upstream v1: 200 `alive`, 500 once leadership is lost),
-//! `/healthz` (the process serves), `/readyz` (every watch has synced, and none that reloads need has been
-//! failing for longer than the bound). Degraded is not down: a source whose kind is served another way (a
-//! workload kind listed on each change because its watch is forbidden, upstream v1's RBAC) or that is optional
-//! is named in the body of a 200 (issue 27, finding 4: under upstream's ClusterRole the pod was never Ready).
+//! `/healthz` (the process serves), `/readyz` (reloads can happen: every watch has listed or failed, and every
+//! core kind is served by at least one of its sources). Degraded is not down: a source whose kind is served
+//! another way (a workload kind listed on each change because its watch is forbidden, upstream v1's RBAC), that
+//! is optional, or whose kind another namespace's source serves (one namespace of `--namespaces a,b` without its
+//! Role: `a` reloads) is named in the body of a 200 (issue 27, finding 4: under upstream's ClusterRole the pod was
+//! never Ready; issue 38, finding 5: one namespace without RBAC kept it unready while the others reloaded).
 
 use std::{
-    collections::BTreeMap,
+    collections::{BTreeMap, BTreeSet},
     net::SocketAddr,
     sync::{
         Arc, Mutex, MutexGuard, PoisonError,
@@ -41,13 +43,26 @@ struct SourceFailure {
     message: String,
 }
 
+/// One watch source as readiness sees it.
+#[derive(Clone, Debug)]
+struct WatchedSource {
+    /// The kind it serves (`configmaps`, `deployments.apps`): a core kind is served while any source of it is.
+    kind: &'static str,
+    /// A core kind (not optional).
+    core: bool,
+    /// Its first list has completed.
+    listed: bool,
+}
+
 /// Health flags shared by the controller and the endpoints.
 #[derive(Debug)]
 pub struct Health {
     synced: AtomicBool,
     live: AtomicBool,
     bound: Duration,
-    /// Failing watch sources, by name (e.g. `deployments.apps in shop`).
+    /// Every watch source, by name (e.g. `deployments.apps in shop`).
+    sources: Mutex<BTreeMap<String, WatchedSource>>,
+    /// Failing watch sources, by name.
     failing: Mutex<BTreeMap<String, SourceFailure>>,
     /// Kinds and namespaces where the restart-safety record may not be written: reloads go on, but a change made
     /// while the controller is down is not applied there at its restart. Reported in `/readyz`'s body as
@@ -68,6 +83,7 @@ impl Health {
             synced: AtomicBool::new(false),
             live: AtomicBool::new(true),
             bound,
+            sources: Mutex::default(),
             failing: Mutex::default(),
             records_refused: Default::default(),
         }
@@ -77,9 +93,25 @@ impl Health {
         self.failing.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Every core watch has completed its first list.
+    fn sources(&self) -> MutexGuard<'_, BTreeMap<String, WatchedSource>> {
+        self.sources.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Every watch has listed or failed once.
     pub fn set_synced(&self) {
         self.synced.store(true, Ordering::Relaxed);
+    }
+
+    /// A watch source named `source` serves `kind` (`core`: not an optional kind).
+    pub fn register_source(&self, source: &str, kind: &'static str, core: bool) {
+        self.sources().entry(source.to_owned()).or_insert(WatchedSource { kind, core, listed: false });
+    }
+
+    /// A watch source completed a list.
+    pub fn source_listed(&self, source: &str) {
+        if let Some(s) = self.sources().get_mut(source) {
+            s.listed = true;
+        }
     }
 
     /// A watch source failed at `now`; `core`: reloads depend on it alone (see [`Self::readiness`]). Returns true
@@ -119,26 +151,33 @@ impl Health {
         failing.iter().filter(|(_, r)| counts(r)).map(|(n, r)| (n.clone(), r.core, r.message.clone())).collect()
     }
 
-    /// `Ok` with a note on degraded sources when ready, else why not. Ready means: every core watch has listed
-    /// once, and no core kind (ConfigMaps, Secrets, the built-in workloads, namespaces) that nothing else serves
-    /// has been failing for longer than the bound. Reloads of everything else go on either way; readiness
-    /// recovers as soon as the source delivers again.
+    /// `Ok` with a note on degraded sources when ready, else why not. Ready means reloads can happen: every watch
+    /// has listed or failed once, and every core kind (ConfigMaps, Secrets, the built-in workloads, namespaces) is
+    /// served by at least one of its sources — one that has listed and has not been failing for longer than the
+    /// bound, or one served another way (listed on each change). A source that does not serve its kind (never
+    /// listed, or failing) while another source of the kind does is degraded: named in the body, as is a failing
+    /// optional kind. Readiness recovers as soon as a source delivers again.
     pub fn readiness(&self, now: Instant) -> Result<String, String> {
         if !self.synced.load(Ordering::Relaxed) {
             return Err("watches have not synced yet".to_owned());
         }
-        let failing = self.failing_sources(now);
-        let describe = |core: bool| {
-            let list = failing.iter().filter(|(_, c, _)| *c == core).map(|(n, _, m)| format!("{n}: {m}"));
-            list.collect::<Vec<_>>().join("\n")
-        };
-        let (core, optional) = (describe(true), describe(false));
-        if !core.is_empty() {
-            return Err(format!("watches failing for more than {:?} (reloads elsewhere go on):\n{core}", self.bound));
+        let (down, degraded) = self.unserved(now);
+        if !down.is_empty() {
+            return Err(format!(
+                "no watch serves {} (failing for more than {:?} or never listed; reloads elsewhere go on):\n{}",
+                down.iter()
+                    .map(|(kind, _)| kind.as_str())
+                    .collect::<BTreeSet<_>>()
+                    .into_iter()
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                self.bound,
+                down.iter().map(|(_, line)| line.as_str()).collect::<Vec<_>>().join("\n")
+            ));
         }
         let mut body = "ok".to_owned();
-        if !optional.is_empty() {
-            body.push_str(&format!("\ndegraded (reloads go on): not watched:\n{optional}"));
+        if !degraded.is_empty() {
+            body.push_str(&format!("\ndegraded (reloads go on): not watched:\n{}", degraded.join("\n")));
         }
         let refused = self.records_refused.standing(now);
         let refused: Vec<String> =
@@ -150,6 +189,41 @@ impl Health {
             ));
         }
         Ok(body)
+    }
+
+    /// The sources that do not serve their kind at `now`, each as `<source>: <why>`: those of core kinds no
+    /// source serves, with the kind (down), and the others (degraded), with the sources that serve their kind only
+    /// another way (listed on each change) or whose optional kind failed after listing. A failing source never
+    /// registered is a kind of its own.
+    fn unserved(&self, now: Instant) -> (Vec<(String, String)>, Vec<String>) {
+        let failing = self.failing_sources(now);
+        let counted: BTreeMap<&str, (bool, &str)> =
+            failing.iter().map(|(n, core, m)| (n.as_str(), (*core, m.as_str()))).collect();
+        let sources = self.sources();
+        let serves = |name: &str, s: &WatchedSource| s.listed && !counted.get(name).is_some_and(|(core, _)| *core);
+        let served: BTreeSet<&str> = sources.iter().filter(|(n, s)| serves(n, s)).map(|(_, s)| s.kind).collect();
+        let errors = self.failing();
+        let (mut down, mut degraded) = (Vec::new(), Vec::new());
+        for (name, source) in sources.iter() {
+            if serves(name, source) {
+                if let Some((_, message)) = counted.get(name.as_str()) {
+                    degraded.push(format!("{name}: {message}"));
+                }
+                continue;
+            }
+            let why = errors.get(name).map_or("not listed yet", |f| f.message.as_str());
+            let line = format!("{name}: {why}");
+            if source.core && !served.contains(source.kind) {
+                down.push((source.kind.to_owned(), line));
+            } else {
+                degraded.push(line);
+            }
+        }
+        for (name, core, message) in failing.iter().filter(|(n, _, _)| !sources.contains_key(n)) {
+            let line = format!("{name}: {message}");
+            if *core { down.push((name.clone(), line)) } else { degraded.push(line) }
+        }
+        (down, degraded)
     }
 }
 
@@ -285,5 +359,40 @@ mod tests {
                 .to_owned())
         );
         assert_eq!(h.readiness(now + Duration::from_secs(601)), Ok("ok".to_owned()), "tried again after that");
+    }
+
+    /// Issue 38, finding 5: one namespace of several that may not be watched is degraded, not down; readiness
+    /// fails only once no source of a core kind serves it anywhere.
+    #[test]
+    fn a_core_kind_served_in_one_namespace_keeps_readiness_and_names_the_other_degraded() {
+        let h = Health::with_bound(Duration::from_secs(60));
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        for ns in ["a", "b"] {
+            h.register_source(&format!("configmaps in {ns}"), "configmaps", true);
+        }
+        h.source_listed("configmaps in a");
+        h.source_failed("configmaps in b", true, "forbidden", at(0));
+        h.set_synced();
+        // At once (never listed), and still after the failure run counts.
+        let degraded = "ok\ndegraded (reloads go on): not watched:\nconfigmaps in b: forbidden".to_owned();
+        assert_eq!(h.readiness(at(1)), Ok(degraded.clone()));
+        for s in [30, 61] {
+            h.source_failed("configmaps in b", true, "forbidden", at(s));
+        }
+        assert_eq!(h.readiness(at(62)), Ok(degraded));
+        // The namespace that served fails too, past the bound: no source serves ConfigMaps.
+        for s in [62, 92, 123, 124] {
+            h.source_failed("configmaps in a", true, "connection refused", at(s));
+        }
+        let why = h.readiness(at(124)).expect_err("no source serves configmaps");
+        assert!(why.starts_with("no watch serves configmaps"), "{why}");
+        assert!(
+            why.contains("configmaps in a: connection refused") && why.contains("configmaps in b: forbidden"),
+            "{why}"
+        );
+        // One delivers again: ready.
+        h.source_recovered("configmaps in a");
+        assert!(h.readiness(at(125)).is_ok());
     }
 }

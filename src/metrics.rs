@@ -61,7 +61,8 @@ pub struct Metrics {
     /// made no progress for `--rollout-timeout` (a replacement that does not come, a PodDisruptionBudget that
     /// allows none); they go on by themselves when it changes.
     pub pod_restarts_stalled: IntGauge,
-    /// `reloader_ready` (ours): 1 once every watch has synced.
+    /// `reloader_ready` (ours): 1 while `/readyz` answers 200 (a core kind served somewhere), as of the last list,
+    /// watch failure or recovery.
     pub ready: Gauge,
     /// `reloader_write_limiter_wait_seconds_total` (ours): time writes spent waiting for the write rate limit
     /// (`--kube-api-qps`); its rate is the average number of writes waiting, so a rate that stays high says the
@@ -185,7 +186,8 @@ impl Metrics {
         let panics =
             IntCounter::new("reloader_reconcile_panics_total", "Reconciles that panicked, contained and retried")
                 .unwrap_or_else(|e| panic!("{e}"));
-        let ready = Gauge::new("reloader_ready", "1 once every watch has synced").unwrap_or_else(|e| panic!("{e}"));
+        let ready = Gauge::new("reloader_ready", "1 while /readyz answers 200: every core kind is watched somewhere")
+            .unwrap_or_else(|e| panic!("{e}"));
         let write_limiter_wait = Counter::new(
             "reloader_write_limiter_wait_seconds_total",
             "Time writes spent waiting for the write rate limit (--kube-api-qps)",

@@ -63,6 +63,45 @@ async fn a_kind_the_controller_may_not_list_does_not_stop_reloads_of_the_others(
     assert_eq!(status, 200, "an optional kind failing leaves the controller ready");
 }
 
+/// Issue 38, finding 5: `--namespaces a,b` with the controller's Role only in `a`. Reloads in `a` work, so the
+/// controller is ready: `/readyz` answers 200 and names what cannot be watched in `b` as degraded, as do
+/// `reloader_watch_failing` and one log line per source. Before, `/readyz` stayed 503 ("watches have not synced
+/// yet") for good while `a` reloaded.
+#[tokio::test]
+async fn a_watched_namespace_without_rbac_is_degraded_not_unready() {
+    let ns = TestNamespace::create("ready-with-role").await;
+    let bare = TestNamespace::create("ready-without-role").await;
+    let kubeconfig = service_account_without_deploymentconfigs(&ns).await;
+    let kubeconfig = kubeconfig.to_string_lossy().into_owned();
+    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
+    Kind::Deployment
+        .create(&ns, "web", json!({"reloader.stakater.com/auto": "true"}), json!({}), env_from_configmap("cfg"))
+        .await;
+    let scope = format!("--namespaces={},{}", ns.name, bare.name);
+    let reloader = Reloader::start_unscoped(&[scope.as_str()], &[("KUBECONFIG", kubeconfig.as_str())]).await;
+    let named = reloader.wait_log(&format!("list and watch on configmaps in namespace {}", bare.name)).await;
+    assert!(named.contains("forbidden"), "{named}");
+
+    set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
+    Kind::Deployment.wait_revisions(&ns, "web", 2).await;
+    let base = reloader.http_base().await;
+    let degraded = format!("configmaps in {}: ", bare.name);
+    let body = wait_for("/readyz to answer 200 naming the namespace without RBAC", RELOAD_WAIT, || async {
+        match http_get(&base, "/readyz").await {
+            (200, body) if body.contains(&degraded) => Ok(body),
+            (status, body) => Err(format!("{status}: {body}")),
+        }
+    })
+    .await;
+    assert!(body.starts_with("ok\ndegraded (reloads go on): not watched:"), "{body}");
+    assert!(!body.contains(&format!("configmaps in {}:", ns.name)), "the namespace with its Role is whole: {body}");
+    let (_, metrics) = http_get(&base, "/metrics").await;
+    assert_eq!(sample(&metrics, "reloader_ready"), Some(1.0), "{metrics}");
+    let series = format!("reloader_watch_failing{{namespace=\"{}\",resource=\"configmaps\"}}", bare.name);
+    assert_eq!(sample(&metrics, &series), Some(1.0), "{metrics}");
+    assert_eq!(reloader.count_log(&format!("watch of configmaps in {} failed", bare.name)), 1, "said once");
+}
+
 #[tokio::test]
 async fn an_absurd_pause_period_is_reported_and_stops_nothing() {
     let tenant = TestNamespace::create("absurd-pause").await;

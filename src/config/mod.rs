@@ -192,7 +192,7 @@ pub struct Args {
     pub max_concurrent_rollouts: usize,
 
     /// How long a rollout counts against `--max-concurrent-rollouts` at most (one that never completes must not
-    /// hold its slot forever).
+    /// hold its slot forever); also how long after its reload a Job deleted for it may still be created again.
     #[arg(long, env = "RELOADER_ROLLOUT_TIMEOUT", default_value = "10m", value_parser = parse_duration)]
     pub rollout_timeout: Duration,
 

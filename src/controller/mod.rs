@@ -185,7 +185,12 @@ pub async fn run(
     let budget = budget::RolloutBudget::new(settings.rollout_budget.0, settings.rollout_budget.1);
     // Only where Jobs are reloaded is anything owed (and the chart grants the Secret).
     let reloads_jobs = settings.watch.sources.contains(&Source::Workload(crate::workload::WorkloadKind::Job));
-    let owed_jobs = crate::workload::OwedJobs::new(if reloads_jobs { &settings.own_namespace } else { "" });
+    // An owed recreation whose Job is gone is created within `--rollout-timeout` of its reload, never later
+    // (owed_jobs.rs says why).
+    let owed_jobs = crate::workload::OwedJobs::new(
+        if reloads_jobs { &settings.own_namespace } else { "" },
+        settings.rollout_budget.1,
+    );
     let ctx = Arc::new(Context {
         client,
         settings,

@@ -52,6 +52,7 @@ impl Observer {
             // The API is gone: so are its objects. The watch keeps retrying and relists when it is back.
             self.prune(id, &super::observe_lists::ListSeen::default());
         }
+        self.update_readiness();
         self.first_sync_if_complete();
     }
 
@@ -65,6 +66,7 @@ impl Observer {
         self.ctx.metrics.watch_failing.with_label_values(&labels).set(0);
         if self.ctx.health.source_recovered(&name) {
             info!(source = %name, "watch of {name} delivers again");
+            self.update_readiness();
         }
     }
 }

@@ -10,7 +10,7 @@ use std::{
 use tracing::{info, warn};
 
 use super::{
-    Source,
+    Observed, Source,
     observer::{Lane, Observer},
 };
 use crate::{index::ConfigKey, workload::WorkloadKey};
@@ -51,13 +51,11 @@ impl Observer {
             self.prune(id, &seen);
         }
         self.listed[id] = true;
-        self.recovered(id);
-        // Ready once every core kind has listed: an optional kind (Rollouts, DeploymentConfigs, CSI) that cannot
-        // list is reported in /readyz but does not hold readiness back; a core kind that cannot does (http.rs).
-        if self.infos.iter().zip(&self.listed).all(|(i, l)| *l || i.source.is_optional()) {
-            self.ctx.health.set_synced();
-            self.ctx.metrics.ready.set(1.0);
+        if let Some(info) = self.infos.get(id) {
+            self.ctx.health.source_listed(&info.to_string());
         }
+        self.recovered(id);
+        self.update_readiness();
         if let Some(info) = self.infos.get(id)
             && let Source::Config(kind) = info.source
         {
@@ -100,6 +98,24 @@ impl Observer {
             }
             Source::SecretProviderClasses => {}
         }
+    }
+
+    /// Synced once every core stream has listed or failed and every core kind has listed in one of its
+    /// namespaces at least: reloads can happen. An optional kind (Rollouts, DeploymentConfigs, CSI) still listing
+    /// does not hold it back, nor does a namespace that may not be watched (degraded, named in `/readyz`: issue 38,
+    /// finding 5). From then on `/readyz` says whether each core kind is still served somewhere (http.rs), and
+    /// `reloader_ready` follows it at every list, failure and recovery.
+    pub(super) fn update_readiness(&self) {
+        let core =
+            || self.infos.iter().zip(self.listed.iter().zip(&self.errored)).filter(|(i, _)| !i.source.is_optional());
+        let listed_kinds: HashSet<&str> =
+            core().filter(|(_, (l, _))| **l).map(|(i, _)| i.source.api_resource()).collect();
+        let settled = core().all(|(_, (l, e))| *l || *e);
+        if settled && core().all(|(i, _)| listed_kinds.contains(i.source.api_resource())) {
+            self.ctx.health.set_synced();
+        }
+        let ready = self.ctx.health.readiness(Instant::now()).is_ok();
+        self.ctx.metrics.ready.set(if ready { 1.0 } else { 0.0 });
     }
 
     /// The first sync: once every stream has listed or failed (a stream that cannot list never holds the others
@@ -156,11 +172,14 @@ impl Observer {
             self.enqueue(key, now, Lane::Reconcile);
         }
         if self.ctx.owed_jobs.enabled() && self.ctx.leads() {
-            // Jobs an earlier process deleted for a reload and did not create again: their reconcile creates them.
-            let ctx = self.ctx.clone();
+            // Jobs an earlier process deleted for a reload (and maybe did not create again): their reconcile settles
+            // the entry. Back through the observer, which queues only those in scope (issue 38, finding 7: the
+            // Secret is shared by every controller of its namespace, whatever namespaces each watches).
+            let (ctx, tx) = (self.ctx.clone(), self.fallback_tx.clone());
             tokio::spawn(async move {
-                for key in ctx.owed_jobs.owed_keys(&ctx.client).await {
-                    ctx.queue.add(key, Instant::now());
+                let keys = ctx.owed_jobs.owed_keys(&ctx.client).await;
+                if !keys.is_empty() {
+                    let _ = tx.unbounded_send(Observed::OwedJobs(keys));
                 }
             });
         }

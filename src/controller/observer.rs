@@ -13,6 +13,7 @@ use tracing::{debug, info, warn};
 
 use super::{Context, Observed, Source, StreamInfo, observe_lists::Relists};
 use crate::{
+    config::WatchScope,
     index::{Baseline, ConfigUpdate},
     resource::ConfigKind,
     workload::WorkloadKey,
@@ -90,6 +91,8 @@ impl Observer {
     /// starts its restart counter at 0 (metrics.rs says why).
     fn register(&self, info: &StreamInfo) {
         self.ctx.metrics.watch_restarts.with_label_values(&[info.source.api_resource()]);
+        let (kind, core) = (info.source.api_resource(), !info.source.is_optional());
+        self.ctx.health.register_source(&info.to_string(), kind, core);
         if let Source::Config(kind) = info.source {
             self.ctx.index().set_config_source_listed(kind, info.namespace.as_deref(), false);
         }
@@ -113,10 +116,17 @@ impl Observer {
         self.errored.push(false);
     }
 
-    /// Whether changes in `namespace` are acted on (`--namespaces-to-ignore`, `--namespace-selector`).
+    /// Whether changes in `namespace` are acted on (`--namespaces`, `--namespaces-to-ignore`,
+    /// `--namespace-selector`). The watches see only `--namespaces`; keys from elsewhere (owed Job recreations
+    /// read from a Secret other controllers share) are checked against it too.
     pub(super) fn active(&self, namespace: &str) -> bool {
         let s = &self.ctx.settings;
-        !s.namespaces_to_ignore.iter().any(|n| n == namespace)
+        let watched = match &s.watch.scope {
+            WatchScope::All => true,
+            WatchScope::Namespaces(list) => list.iter().any(|n| n == namespace),
+        };
+        watched
+            && !s.namespaces_to_ignore.iter().any(|n| n == namespace)
             && (s.watch.namespace_selector.is_none() || self.selected.contains(namespace))
     }
 
@@ -267,6 +277,12 @@ impl Observer {
             }
             Observed::PodUses { key, uid, uses } => self.pod_uses(key, &uid, uses, now),
             Observed::WorkloadDeleted(key) => self.forget_workload(&key, now),
+            Observed::OwedJobs(keys) => {
+                // Not a change: out of scope, it is someone else's, and not counted as a skipped change.
+                for key in keys.into_iter().filter(|k| self.active(&k.namespace)) {
+                    self.enqueue(key, now, Lane::Change);
+                }
+            }
             Observed::CsiStatus { stream, namespace, name, class_hash, listed } => {
                 self.csi_status(stream, &namespace, &name, class_hash, listed, now);
             }

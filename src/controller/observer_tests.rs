@@ -30,13 +30,22 @@ fn context_with(
     leader: tokio::sync::watch::Receiver<bool>,
     limiter: Option<crate::ratelimit::RateLimiter>,
 ) -> Arc<Context> {
+    context_scoped(leader, limiter, WatchScope::All)
+}
+
+/// [`context_with`] watching `scope`.
+fn context_scoped(
+    leader: tokio::sync::watch::Receiver<bool>,
+    limiter: Option<crate::ratelimit::RateLimiter>,
+    scope: WatchScope,
+) -> Arc<Context> {
     let (service, _handle) =
         tower_test::mock::pair::<http::Request<kube::client::Body>, http::Response<kube::client::Body>>();
     let settings = Settings {
         optional: vec![],
         discovery_interval: Duration::from_secs(30),
         watch: WatchPlan {
-            scope: WatchScope::All,
+            scope,
             sources: vec![],
             resource_label_selector: None,
             namespace_selector: None,
@@ -399,4 +408,23 @@ async fn a_workload_gone_from_a_relist_frees_its_rollout_slot() {
     o.apply(Observed::ListDone(1));
     assert!(ctx.index().workload_uid(&web).is_none(), "forgotten by the index");
     assert_eq!(ctx.budget.sizes(), (0, 0), "and by the rollout budget");
+}
+
+/// Issue 38, finding 7: owed Job recreations come from a Secret every controller of its namespace shares; only
+/// those in this controller's `--namespaces` are queued (before, every entry was, and its reconcile created a Job
+/// in a namespace the controller does not watch).
+#[tokio::test]
+async fn owed_job_recreations_are_queued_only_in_scope() {
+    let scope = WatchScope::Namespaces(vec!["mine".into()]);
+    let ctx = context_scoped(tokio::sync::watch::channel(true).1, None, scope);
+    let mut o = Observer::new(ctx.clone(), Vec::new());
+    let job = |namespace: &str, name: &str| WorkloadKey {
+        kind: WorkloadKind::Job,
+        namespace: namespace.into(),
+        name: name.into(),
+    };
+    o.apply(Observed::OwedJobs(vec![job("mine", "migrate"), job("theirs", "other")]));
+    assert_eq!(drain(&ctx).await, vec!["migrate".to_owned()]);
+    let skipped = ctx.metrics.skipped.with_label_values(&["ignored_or_not_selected"]).get();
+    assert_eq!(skipped, 0, "an entry out of scope is not a skipped change");
 }

@@ -125,6 +125,9 @@ pub enum Observed {
     Error { stream: usize, code: Option<u16>, message: String },
     /// Stream `usize` delivered again after failing (its watch resumed or it relisted).
     Recovered(usize),
+    /// Jobs with an owed recreation, read from the cluster after a full reconcile was queued: queued where the
+    /// controller acts (its namespaces, selector and ignore list), left to the controller whose they are elsewhere.
+    OwedJobs(Vec<WorkloadKey>),
     /// Workload kinds that may not be watched, listed in the namespace of a changed resource `config`
     /// (fallback.rs); the change is acted on once they are indexed.
     FallbackListed { config: ConfigKey, lists: super::fallback::FallbackLists },

@@ -198,6 +198,13 @@ impl EventSink {
         self.send_to(reference, EventType::Warning, "RolloutHalted", "Hold", truncate(note));
     }
 
+    /// Ours (issue 38): `Warning` on a Job deleted for a reload whose new Job is not created — `RecreateRefused`
+    /// while a ResourceQuota refuses it, `RecreateAbandoned` once its owed recreation is given up. The Job is
+    /// gone, so the Event names it without a UID.
+    pub fn job_not_recreated(&self, key: &WorkloadKey, reason: &'static str, note: String) {
+        self.send(key, None, EventType::Warning, reason, "Recreate", truncate(note));
+    }
+
     /// A bad annotation value (or another configuration problem) on the workload.
     pub fn invalid_annotation(&self, key: &WorkloadKey, uid: Option<String>, message: &str) {
         self.send(key, uid, EventType::Warning, "InvalidAnnotation", "Validate", truncate(message.to_owned()));

@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use super::{
     WorkloadKey, WorkloadKind, WorkloadObject, WorkloadWrite,
-    owed_jobs::{OwedJob, OwedJobs},
+    owed_jobs::{CreateRefusal, Dropped, JobUnderName, OwedJob, OwedJobs, Settled, create_refusal, settle},
     write::{get_json, json_api, patch_metadata},
 };
 use crate::{constants::annotation::APPLIED_HASHES, strategy::apply_to_template_json};
@@ -58,31 +58,18 @@ const SERVER_METADATA: [&str; 8] = [
 /// webhook that refuses Job creates leaves the user's Job in place and the reload is retried by the work queue
 /// (issue 27, finding 1: before, the Job was deleted and the create failed, and the Job was gone for good).
 /// Before the DELETE the new Job is recorded as owed (`super::owed_jobs`), so a crash, a failover or a create
-/// refused for longer than this write does not lose it: whoever leads next creates it ([`resume`]). A DELETE
-/// answered 404 was applied already (a lost response): the create follows; a Job already gone when the write
-/// starts is created from what is owed for it. The create itself is tried again briefly
-/// ([`CREATE_RETRY_BUDGET`]) only for what a moment cures (the old object still there, throttling, a lost
-/// response), so no worker waits minutes.
+/// refused for longer than this write does not lose it: the next reconcile of the Job, here or in whoever leads
+/// next, settles the entry first ([`resume`]). A DELETE answered 404 was applied already (a lost response): the
+/// create follows. The create itself is tried again briefly ([`CREATE_RETRY_BUDGET`]) only for what a moment
+/// cures (the old object still there, throttling, a lost response), so no worker waits minutes.
 pub(super) async fn write(client: &Client, key: &WorkloadKey, w: &WorkloadWrite<'_>) -> Result<(), kube::Error> {
     if w.changes.is_empty() {
         return patch_metadata::<Job>(client, key, w).await;
     }
     let jobs = json_api::<Job>(client, &key.namespace);
-    let current = match get_json(&jobs, &key.name).await {
-        Err(kube::Error::Api(s)) if s.code == 404 => {
-            // Deleted by an earlier attempt whose create did not happen: create it now, with today's reloads.
-            let owed = match w.owed_jobs {
-                Some(store) => store.get(client, key).await?,
-                None => None,
-            };
-            let Some(owed) = owed else { return Err(kube::Error::Api(s)) };
-            let job = OwedJob { job: recreated(owed.job, w), ..owed };
-            return create_owed(client, &jobs, key, &job, w.owed_jobs, true).await;
-        }
-        other => other?,
-    };
+    let current = get_json(&jobs, &key.name).await?;
     let old_uid = current.pointer("/metadata/uid").and_then(Value::as_str).map(str::to_owned);
-    let owed = OwedJob { old_uid, job: recreated(current, w) };
+    let owed = OwedJob { old_uid, job: recreated(current, w), recorded_at: Some(jiff::Timestamp::now()) };
     let job: DynamicObject = serde_json::from_value(owed.job.clone()).map_err(kube::Error::SerdeError)?;
     match jobs.create(&PostParams { dry_run: true, ..PostParams::default() }, &job).await {
         Ok(_) => {}
@@ -98,34 +85,58 @@ pub(super) async fn write(client: &Client, key: &WorkloadKey, w: &WorkloadWrite<
         Err(kube::Error::Api(s)) if s.code == 404 => {}
         Err(e) => return Err(e),
     }
-    create_owed(client, &jobs, key, &owed, w.owed_jobs, recorded).await
+    create_owed(client, &jobs, key, &owed, w.owed_jobs.filter(|_| recorded)).await
 }
 
-/// Finishes what is owed for `key` when its Job is gone: creates it from the recorded Job. `Ok(true)` when
-/// it created it; `Ok(false)` when nothing was owed, or the old Job still exists (the DELETE never happened:
-/// an ordinary reload does it all again) or a new one does (done): the entry is cleared.
-pub(super) async fn resume(client: &Client, key: &WorkloadKey, store: &OwedJobs) -> Result<bool, kube::Error> {
+/// What settling an owed entry came to ([`resume`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Resumed {
+    /// Nothing is owed for the Job.
+    Nothing,
+    /// The owed Job was created now.
+    Created,
+    /// The replaced Job is still being deleted: to be looked at again.
+    Waiting,
+    /// The entry was dropped, for this reason.
+    Dropped(Dropped),
+}
+
+/// Settles what is owed for `key` against the Job now under its name ([`settle`]): creates the recorded Job
+/// when it is gone and the entry within its lifetime, drops the entry when the recreation happened, the old Job
+/// was never deleted, the entry is past its lifetime or the namespace is gone. A create refused otherwise (a
+/// quota, a webhook) is returned, and the entry kept for the work queue's next attempt.
+pub(super) async fn resume(client: &Client, key: &WorkloadKey, store: &OwedJobs) -> Result<Resumed, kube::Error> {
     if !store.may_owe(key) {
-        return Ok(false);
+        return Ok(Resumed::Nothing);
     }
-    let Some(owed) = store.get(client, key).await? else { return Ok(false) };
+    let Some(owed) = store.get(client, key).await? else { return Ok(Resumed::Nothing) };
     let jobs = json_api::<Job>(client, &key.namespace);
-    if jobs.get_opt(&key.name).await?.is_some() {
-        store.clear(client, key).await?;
-        return Ok(false);
-    }
-    create_owed(client, &jobs, key, &owed, Some(store), true).await.map(|()| true)
+    let current = jobs.get_opt(&key.name).await?;
+    let under_name = current
+        .as_ref()
+        .map(|j| JobUnderName { uid: j.metadata.uid.as_deref(), deleting: j.metadata.deletion_timestamp.is_some() });
+    let dropped = match settle(&owed, under_name, jiff::Timestamp::now(), store.lifetime()) {
+        Settled::Wait => return Ok(Resumed::Waiting),
+        Settled::Drop(why) => why,
+        Settled::Create => match create_owed(client, &jobs, key, &owed, Some(store)).await {
+            Ok(()) => return Ok(Resumed::Created),
+            Err(e) if create_refusal(&e) == Some(CreateRefusal::NamespaceGone) => Dropped::NamespaceGone,
+            Err(e) => return Err(e),
+        },
+    };
+    store.clear(client, key).await?;
+    Ok(Resumed::Dropped(dropped))
 }
 
 /// Creates the Job that replaces the one deleted (within [`CREATE_RETRY_BUDGET`]), then clears its entry in
-/// `store` when `recorded`. A create that fails leaves the entry for the next attempt.
+/// `store` (where it was recorded). A create that fails leaves the entry for the next attempt; a clear that fails
+/// leaves it to the next reconcile of the Job, which finds the new Job under the name and drops it ([`settle`]).
 async fn create_owed(
     client: &Client,
     jobs: &kube::Api<DynamicObject>,
     key: &WorkloadKey,
     owed: &OwedJob,
     store: Option<&OwedJobs>,
-    recorded: bool,
 ) -> Result<(), kube::Error> {
     let job: DynamicObject = serde_json::from_value(owed.job.clone()).map_err(kube::Error::SerdeError)?;
     let mut delay = Duration::from_millis(100);
@@ -148,10 +159,10 @@ async fn create_owed(
             Err(e) => return Err(e),
         }
     }
-    if let Some(store) = store.filter(|_| recorded)
+    if let Some(store) = store
         && let Err(e) = store.clear(client, key).await
     {
-        // The entry names a Job that exists now: the next look at it clears it.
+        // The entry names a Job that exists now: the reconcile its watch event brings drops it.
         tracing::debug!(workload = %key, "clearing the owed recreation: {e}");
     }
     Ok(())

@@ -23,9 +23,10 @@ mod write;
 use std::{collections::BTreeMap, fmt};
 
 pub use cronjob::{CronJobReload, spawns_nothing};
+pub use job::Resumed;
 pub use lean::Lean;
 pub use list::list_summaries;
-pub use owed_jobs::OwedJobs;
+pub use owed_jobs::{CreateRefusal, Dropped, OwedJobs, create_refusal};
 pub use pods::{
     PodReferences, PodTarget, clear_pod_restart, is_owned, pod_owners, pod_target, pod_uses, record_pod_count,
 };

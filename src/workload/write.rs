@@ -96,9 +96,13 @@ impl<'a, 'w> KindVisitor for Write<'a, 'w> {
     }
 }
 
-/// Finishes a write an earlier attempt left half done, for a workload the watch no longer shows: a Job deleted
-/// for a reload and not created again (`super::owed_jobs`). `Ok(true)` when it wrote something.
-pub async fn resume(client: &Client, key: &WorkloadKey, owed_jobs: &super::OwedJobs) -> Result<bool, kube::Error> {
+/// Settles what an earlier write left owed for a workload: a Job deleted for a reload and maybe not created
+/// again (`super::owed_jobs`), created or dropped by what is under its name now.
+pub async fn resume(
+    client: &Client,
+    key: &WorkloadKey,
+    owed_jobs: &super::OwedJobs,
+) -> Result<super::Resumed, kube::Error> {
     job::resume(client, key, owed_jobs).await
 }
 
