@@ -437,3 +437,76 @@ async fn a_daemon_set_whose_replacement_does_not_come_loses_one_pod_and_goes_on_
     let metrics = http_get(&reloader.http_base().await, "/metrics").await.1;
     assert_eq!(sample(&metrics, "reloader_pod_restarts_stalled"), Some(0.0), "{metrics}");
 }
+
+/// `delete-pods` asks the pods' PodDisruptionBudgets first (a dry-run eviction): a budget that allows no disruption
+/// holds the deletes back as it holds evictions (issue 38: `delete-pods` deleted whatever the budget said); once it
+/// is gone the pods are deleted.
+#[tokio::test]
+async fn delete_pods_asks_the_pod_disruption_budgets_first() {
+    let ns = TestNamespace::create("delete-pdb").await;
+    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
+    create_deployment(&ns, "web", 2, "delete-pods").await;
+    let pdb: PodDisruptionBudget = serde_json::from_value(json!({
+        "metadata": {"name": "web"}, "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "web"}}}
+    }))
+    .expect("pdb");
+    ns.api::<PodDisruptionBudget>().create(&PostParams::default(), &pdb).await.expect("create pdb");
+    let original = ready_pods(&ns, "web", 2).await;
+    let reloader = Reloader::start(&ns.name, &[]).await;
+    Kind::Deployment.wait_recorded(&ns, "web").await;
+
+    set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
+    let held = reloader.wait_log("deleting pod web-").await;
+    assert!(held.contains("disruption budget"), "{held}");
+    assert_eq!(reloader.count_log("deleted pod"), 0, "{:#?}", reloader.logs());
+    assert_eq!(ready_pods(&ns, "web", 2).await, original, "nothing deleted behind the budget");
+
+    ns.api::<PodDisruptionBudget>().delete("web", &DeleteParams::default()).await.expect("delete pdb");
+    assert!(
+        reloader.has_log_within("restarted every pod of Deployment 'web'", Duration::from_secs(90)).await,
+        "{:#?}",
+        reloader.logs()
+    );
+    assert_eq!(reloader.count_log("deleted pod"), 2);
+    assert!(ready_pods(&ns, "web", 2).await.is_disjoint(&original));
+}
+
+/// `reloader.stakater.com/pause: "true"` stops restarts in progress, as it holds reloads; lifted, they go on
+/// (issue 38). The replacements take a second and a half to become Ready, so the pause lands mid-way.
+#[tokio::test]
+async fn a_pause_stops_restarts_in_progress_and_lifting_it_lets_them_finish() {
+    let ns = TestNamespace::create("evict-pause").await;
+    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
+    create_slow_deployment(&ns, "web", 3, "evict-pods").await;
+    let kubelet = slow_kubelet(&ns, "web", Duration::from_millis(1500));
+    let original = ready_pods(&ns, "web", 3).await;
+    let reloader = Reloader::start(&ns.name, &[]).await;
+    Kind::Deployment.wait_recorded(&ns, "web").await;
+
+    set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
+    reloader.wait_log("evicted pod web-").await;
+    let pause = Patch::Merge(json!({"metadata": {"annotations": {"reloader.stakater.com/pause": "true"}}}));
+    ns.api::<Deployment>().patch("web", &PatchParams::default(), &pause).await.expect("pause");
+    reloader.wait_log("the pod restarts of").await;
+    let evicted = reloader.count_log("evicted pod web-");
+    assert!(evicted < 3, "the pause came after every eviction: {:#?}", reloader.logs());
+    // Stopped: with the replacement Ready, a reconcile of `web` (its metadata touched) looks again and evicts
+    // nothing more.
+    ready_pods(&ns, "web", 3).await;
+    let reconciled = reloader.counter(r#"reloader_reconcile_total{result="skipped"}"#).await;
+    let touch = Patch::Merge(json!({"metadata": {"labels": {"touched": "1"}}}));
+    ns.api::<Deployment>().patch("web", &PatchParams::default(), &touch).await.expect("touch");
+    reconciled.wait_grown(1).await;
+    assert_eq!(reloader.count_log("evicted pod web-"), evicted, "{:#?}", reloader.logs());
+
+    let lift = Patch::Merge(json!({"metadata": {"annotations": {"reloader.stakater.com/pause": null}}}));
+    ns.api::<Deployment>().patch("web", &PatchParams::default(), &lift).await.expect("lift the pause");
+    assert!(
+        reloader.has_log_within("restarted every pod of Deployment 'web'", Duration::from_secs(90)).await,
+        "{:#?}",
+        reloader.logs()
+    );
+    assert_eq!(reloader.count_log("evicted pod web-"), 3);
+    assert!(ready_pods(&ns, "web", 3).await.is_disjoint(&original));
+    kubelet.abort();
+}

@@ -5,8 +5,8 @@
 //! failover goes on where it stopped. Under `--max-concurrent-rollouts` a workload holds its slot until its last
 //! pod was restarted. A pause (workload or Namespace) or a closed reload window stops restarts in progress; a
 //! replacement that does not come stops them too, said once it has lasted `--rollout-timeout` (log line,
-//! `ReloadFail` Event, `reloader_pod_restarts_stalled`), looked at less and less often, and they go on by
-//! themselves.
+//! `ReloadFail` Event, `reloader_pod_restarts_stalled`), looked at less and less often (every 2 s for 10 s, then
+//! doubling to 30 s; and whenever the workload's watch shows it move), and they go on by themselves.
 
 use std::{
     collections::HashMap,
@@ -29,8 +29,10 @@ use crate::{
     workload::{self, WorkloadKey},
 };
 
-/// How soon a waiting restart looks again the first time; each further look at the same wait doubles it.
+/// How often a waiting restart looks again at first: a replacement usually comes within a few looks.
 const WAIT_POLL: Duration = Duration::from_secs(2);
+/// Looks at [`WAIT_POLL`] before backing off: each further look at the same wait doubles the delay.
+const LOOKS_BEFORE_BACKOFF: u32 = 5;
 /// The longest a waiting restart goes without looking again (a GET of the workload and a LIST of its pods).
 const WAIT_POLL_MAX: Duration = Duration::from_secs(30);
 /// How often restarts stopped by a pause or a closed window look again (the index only: no request).
@@ -95,7 +97,8 @@ impl Progress {
     fn waited(&self, key: &WorkloadKey, boundary: jiff::Timestamp, timeout: Duration) -> (Duration, bool) {
         let mut map = self.lock();
         let t = Self::entry(&mut map, key, boundary);
-        let delay = WAIT_POLL.saturating_mul(1 << t.waits.min(4)).min(WAIT_POLL_MAX);
+        let doublings = t.waits.saturating_sub(LOOKS_BEFORE_BACKOFF).min(4);
+        let delay = WAIT_POLL.saturating_mul(1 << doublings).min(WAIT_POLL_MAX);
         t.waits = t.waits.saturating_add(1);
         let newly_stalled = !t.stalled && t.moved.elapsed() > timeout;
         t.stalled |= newly_stalled;
@@ -142,7 +145,11 @@ fn gate_closed(ctx: &Context, key: &WorkloadKey) -> Option<Wait> {
 
 /// One step of `key`'s pod restarts, if it has any; `Ok(true)` when a pod was restarted.
 pub(super) async fn step(ctx: &Context, key: &WorkloadKey) -> Result<bool, Error> {
-    let Some((written, named)) = ctx.index().pod_restart(key) else { return Ok(false) };
+    let Some((written, named)) = ctx.index().pod_restart(key) else {
+        // None, or the boundary was removed by hand: nothing is stalled here any more.
+        ctx.pod_restarts.forget(key, &ctx.metrics.pod_restarts_stalled);
+        return Ok(false);
+    };
     let boundary = written.at;
     // The boundary stays until every pod was restarted, whatever the annotation says meanwhile: `delete-pods` when
     // it (or the flag) says so, eviction otherwise.
