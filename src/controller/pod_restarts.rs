@@ -201,6 +201,12 @@ pub(super) async fn step(ctx: &Context, key: &WorkloadKey) -> Result<bool, Error
             if !ctx.write_slot().await {
                 return Ok(false);
             }
+            if !facts.is_empty() && !facts.iter().any(|p| p.owned) {
+                // A Knative Service's pods belong to its Revisions; a bare pod to nothing: never restarted for it.
+                warn!(namespace = %key.namespace, workload = %key.name, kind = %key.kind,
+                      "none of the {} pods {key}'s selector finds is its own (their controller is another object): \
+                       none is restarted; use a template rollout strategy for it", facts.len());
+            }
             if !workload::clear_pod_restart(&ctx.client, key, &written.text).await.map_err(error)? {
                 // A change since wrote a newer boundary, not in the watch yet: its restarts follow when it is.
                 debug!(workload = %key, "the boundary {boundary} was replaced meanwhile: left in place");
