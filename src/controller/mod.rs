@@ -14,6 +14,7 @@ mod observe_namespaces;
 mod observe_pod_uses;
 mod observe_trigger;
 mod observer;
+mod owed_job_resume;
 mod pod_restarts;
 mod queue;
 mod read_views;

@@ -44,7 +44,7 @@ pub(super) async fn reconcile(ctx: &Context, key: &WorkloadKey, triggered: &mut 
     // A Job with an owed recreation (or gone from the watch) settles the entry first: created, done or dropped
     // by what is under its name now (issue 38, finding 7), before anything is planned for it.
     if ctx.owed_jobs.may_owe(key) && (ctx.owed_jobs.pending(key) || !ctx.index().has_workload(key)) {
-        let created = resume(ctx, key).await?;
+        let created = super::owed_job_resume::resume(ctx, key).await?;
         if created || !ctx.index().has_workload(key) {
             return Ok(created);
         }
@@ -55,74 +55,6 @@ pub(super) async fn reconcile(ctx: &Context, key: &WorkloadKey, triggered: &mut 
     // Pods still to restart (evict-pods, delete-pods): one step each reconcile, also after a restart.
     let restarted = super::pod_restarts::step(ctx, key).await?;
     unread.map_or(Ok(written || restarted), Err)
-}
-
-/// How soon a Job whose replaced Job is still being deleted (a finalizer holds it) is looked at again.
-const OWED_JOB_DELETING_RECHECK: Duration = Duration::from_secs(5);
-
-/// Settles what an earlier write left owed for a Job (`workload::owed_jobs`): creates it when it was deleted for a
-/// reload and not created again (by this process or one before it), drops an entry that is done, outdated or
-/// without a namespace, and says so. `Ok(true)` when it created the Job.
-async fn resume(ctx: &Context, key: &WorkloadKey) -> Result<bool, Error> {
-    if !ctx.write_slot().await {
-        return Ok(false);
-    }
-    let (name, namespace) = (&key.name, &key.namespace);
-    let resumed = match workload::resume(&ctx.client, key, &ctx.owed_jobs).await {
-        Ok(resumed) => resumed,
-        Err(source) => {
-            if workload::create_refusal(&source) == Some(workload::CreateRefusal::Quota) {
-                let note = format!(
-                    "Job '{name}' in namespace '{namespace}' was deleted for a reload and a ResourceQuota refuses \
-                     its new Job ({source}); tried again until {:?} after the reload (--rollout-timeout), then \
-                     given up: it is never created later than that",
-                    ctx.owed_jobs.lifetime()
-                );
-                warn!(namespace = %namespace, workload = %name, kind = %key.kind, "{note}");
-                if let Some(events) = ctx.events() {
-                    events.job_not_recreated(key, "RecreateRefused", note);
-                }
-            }
-            return Err(Error::Patch { workload: key.to_string(), resources: "its owed recreation".into(), source });
-        }
-    };
-    match resumed {
-        workload::Resumed::Created => {
-            info!(namespace = %namespace, workload = %name, kind = %key.kind,
-                  "created {} '{name}' in namespace '{namespace}' again: it was deleted for a reload whose create \
-                   had not happened", key.kind);
-        }
-        workload::Resumed::Nothing => {}
-        workload::Resumed::Waiting => {
-            debug!(workload = %key, "the Job replaced by an owed recreation is still being deleted");
-            ctx.queue.add_after(key.clone(), Instant::now(), OWED_JOB_DELETING_RECHECK);
-        }
-        workload::Resumed::Dropped(workload::Dropped::Created) => {
-            info!(namespace = %namespace, workload = %name, kind = %key.kind,
-                  "{} '{name}' in namespace '{namespace}' was created again for its reload: its owed recreation \
-                   is done", key.kind);
-        }
-        workload::Resumed::Dropped(workload::Dropped::NotDeleted) => {
-            debug!(workload = %key, "the Job of an owed recreation was never deleted: dropped");
-        }
-        workload::Resumed::Dropped(workload::Dropped::NamespaceGone) => {
-            info!(namespace = %namespace, workload = %name, kind = %key.kind,
-                  "namespace '{namespace}' is gone: the owed recreation of {} '{name}' is dropped", key.kind);
-        }
-        workload::Resumed::Dropped(workload::Dropped::Expired) => {
-            let note = format!(
-                "Job '{name}' in namespace '{namespace}' was deleted for a reload more than {:?} ago \
-                 (--rollout-timeout) and is not created again now: it is gone, either created and removed since \
-                 (ttlSecondsAfterFinished, a user) or never created; create it by hand if it is still needed",
-                ctx.owed_jobs.lifetime()
-            );
-            warn!(namespace = %namespace, workload = %name, kind = %key.kind, "{note}");
-            if let Some(events) = ctx.events() {
-                events.job_not_recreated(key, "RecreateAbandoned", note);
-            }
-        }
-    }
-    Ok(resumed == workload::Resumed::Created)
 }
 
 /// Writes `plan` (with the pause action and gates it meets); `Ok(false)` when there was nothing to write. Three
