@@ -331,3 +331,18 @@ pub async fn install_crd(client: &kube::Client, text: &str) {
     })
     .await;
 }
+
+/// Asserts the Job's first container carries `STAKATER_CFG_CONFIGMAP` for ConfigMap data `key=value`.
+pub fn assert_carries_hash(job: &k8s_openapi::api::batch::v1::Job, key: &str, value: &str) {
+    let env = job
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .and_then(|s| s.containers[0].env.clone())
+        .unwrap_or_default();
+    let expected = configmap_hash(&[(key, value)]);
+    assert!(
+        env.iter().any(|e| e.name == "STAKATER_CFG_CONFIGMAP" && e.value.as_deref() == Some(expected.as_str())),
+        "{env:?}"
+    );
+}
