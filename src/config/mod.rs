@@ -170,9 +170,10 @@ pub struct Args {
     #[arg(long, env = "RELOADER_COALESCE_WINDOW", default_value = "1s", value_parser = parse_duration)]
     pub coalesce_window: Duration,
 
-    /// Workload writes per second (reloads and records), after a burst; 0 disables the limit. Spreads a fan-out
-    /// to thousands of workloads instead of flooding the API server.
-    #[arg(long, env = "RELOADER_KUBE_API_QPS", default_value_t = 50.0, value_parser = parse_qps)]
+    /// A ceiling on workload writes per second (reloads and records), after a burst. 0 (the default): none —
+    /// at most `--workers` writes at once, as fast as the API server answers, which slows them down itself
+    /// (API Priority and Fairness answers 429 with `Retry-After`, and that wait is kept).
+    #[arg(long, env = "RELOADER_KUBE_API_QPS", default_value_t = 0.0, value_parser = parse_qps)]
     pub kube_api_qps: f64,
 
     /// Writes allowed at once before `--kube-api-qps` applies.

@@ -181,6 +181,7 @@ fn a_repeated_flag_takes_its_last_value_and_lists_still_accumulate() {
 
 #[test]
 fn the_write_rate_must_be_a_finite_number_not_below_zero() {
+    assert_eq!(parse(&[]).expect("defaults").kube_api_qps, 0.0, "no ceiling unless set (issue 39)");
     assert_eq!(parse(&["--kube-api-qps=12.5"]).expect("valid").kube_api_qps, 12.5);
     assert_eq!(parse(&["--kube-api-qps=0"]).expect("0 disables").kube_api_qps, 0.0);
     for bad in ["-1", "NaN", "inf", "fast"] {

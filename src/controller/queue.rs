@@ -8,6 +8,9 @@
 //! only when the first is empty, so a change's reload does not queue behind a thousand first-sight records
 //! (bench/results/HISTORY.md, M1); a background key triggered by a change moves to the first lane in O(1): its old
 //! place in the background lane is left behind and skipped when reached.
+//! Background work takes one worker at most, and a run of it that wrote only a record (a workload's first-sight
+//! `applied-hashes`) holds the lane for [`RECORD_PACE`]: a start among 12,000 unrecorded workloads writes their
+//! records at 20 a second instead of as fast as the API server answers, beside the reloads (issue 39).
 
 use std::{
     collections::{HashMap, HashSet, VecDeque},
@@ -73,6 +76,10 @@ struct State<K> {
     /// they are background work.
     waiting: HashMap<K, (Trigger, bool)>,
     in_flight: HashSet<K>,
+    /// The background key being processed: while there is one, the background lane is not served.
+    background_in_flight: Option<K>,
+    /// The background lane is not served before this ([`WorkQueue::pace_background`]).
+    background_paused_until: Option<tokio::time::Instant>,
     /// Keys whose delayed add is pending.
     delayed: HashMap<K, Delayed>,
     failures: HashMap<K, u32>,
@@ -89,18 +96,34 @@ struct Delayed {
     cap: tokio::time::Instant,
 }
 
-impl<K: Eq + Hash> State<K> {
-    /// The next live key of the background lane, dropping stale entries of promoted keys on the way.
-    fn pop_background(&mut self) -> Option<K> {
+impl<K: Clone + Eq + Hash> State<K> {
+    /// The next live key of the background lane, dropping stale entries of promoted keys on the way; `None` while
+    /// another background key is in flight or the lane is paced.
+    fn pop_background(&mut self, now: tokio::time::Instant) -> Option<K> {
+        if self.background_in_flight.is_some() || self.background_paused_until.is_some_and(|t| t > now) {
+            return None;
+        }
         while let Some(key) = self.background.pop_front() {
             if self.waiting.get(&key).is_some_and(|&(_, background)| background) && !self.in_flight.contains(&key) {
+                self.background_in_flight = Some(key.clone());
                 return Some(key);
             }
             self.stale = self.stale.saturating_sub(1);
         }
         None
     }
+
+    /// True when the background lane holds a key that is not a stale entry.
+    fn live_background(&self) -> bool {
+        self.background.len() > self.stale
+    }
 }
+
+/// How long a background run that wrote only a record holds the background lane: first-sight records go at
+/// 20 a second at most (12,000 workloads in 10 minutes), so a start or failover in a big cluster does not
+/// spend the API server's writes, and ours, on them while changes are reloaded. A restart before a workload's
+/// record is written treats it as upstream does (its resources' content then is its baseline).
+pub const RECORD_PACE: Duration = Duration::from_millis(50);
 
 /// The longest a delayed add waits. Delays come from cluster data (a pause period of centuries); a key
 /// looked at again after a day re-derives its state and waits again, and no `Instant` arithmetic overflows.
@@ -142,6 +165,8 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
             stale: 0,
             waiting: HashMap::new(),
             in_flight: HashSet::new(),
+            background_in_flight: None,
+            background_paused_until: None,
             delayed: HashMap::new(),
             failures: HashMap::new(),
             closed: false,
@@ -254,12 +279,13 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
     pub async fn next(&self) -> Option<(K, Trigger)> {
         loop {
             let notified = self.notify.notified();
-            {
+            let paced = {
                 let mut s = self.lock();
-                if let Some(key) = s.queue.pop_front().or_else(|| s.pop_background()) {
+                let now = tokio::time::Instant::now();
+                if let Some(key) = s.queue.pop_front().or_else(|| s.pop_background(now)) {
                     let at = s.waiting.remove(&key).map_or_else(|| Trigger::at(Instant::now()), |(t, _)| t);
                     s.in_flight.insert(key.clone());
-                    if !s.queue.is_empty() || !s.background.is_empty() {
+                    if !s.queue.is_empty() || (s.background_in_flight.is_none() && s.live_background()) {
                         self.notify.notify_one();
                     }
                     return Some((key, at));
@@ -268,8 +294,25 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
                     self.notify.notify_one();
                     return None;
                 }
+                // Background work held only by its pace: look again when the pace ends.
+                s.background_paused_until.filter(|_| s.background_in_flight.is_none() && s.live_background())
+            };
+            match paced {
+                Some(until) => tokio::select! {
+                    () = notified => {}
+                    () = tokio::time::sleep_until(until) => {}
+                },
+                None => notified.await,
             }
-            notified.await;
+        }
+    }
+
+    /// Holds the background lane for [`RECORD_PACE`] if `key` is the background key in flight: its run wrote
+    /// only a record.
+    pub fn pace_background(&self, key: &K) {
+        let mut s = self.lock();
+        if s.background_in_flight.as_ref() == Some(key) {
+            s.background_paused_until = Some(tokio::time::Instant::now() + RECORD_PACE);
         }
     }
 
@@ -307,6 +350,10 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
 
     fn finish(&self, mut s: std::sync::MutexGuard<'_, State<K>>, key: &K) {
         s.in_flight.remove(key);
+        let background_freed = s.background_in_flight.as_ref() == Some(key);
+        if background_freed {
+            s.background_in_flight = None;
+        }
         let requeued = s.waiting.get(key).map(|&(_, background)| background);
         match requeued {
             Some(true) => s.background.push_back(key.clone()),
@@ -314,8 +361,9 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
             None => {}
         }
         let settled = s.queue.is_empty() && s.in_flight.is_empty();
+        let background_waits = background_freed && s.live_background();
         drop(s);
-        if requeued.is_some() {
+        if requeued.is_some() || background_waits {
             self.notify.notify_one();
         }
         if settled {

@@ -287,3 +287,32 @@ async fn a_retry_that_carries_newer_content_writes_a_later_mark() {
     let now = wall.checked_add(jiff::SignedDuration::from_secs(3)).expect("time");
     assert_eq!(retried.mark_for(3, now), now, "a newer one again: now, which is later");
 }
+
+/// Background work takes one worker at most; a run that wrote only a record holds the lane for RECORD_PACE,
+/// one that wrote nothing does not, and changes are served all along (issue 39).
+#[tokio::test(start_paused = true)]
+async fn background_work_runs_one_at_a_time_and_records_are_paced() {
+    let q = queue();
+    let t0 = Instant::now();
+    for k in ["a", "b", "c"] {
+        q.add_background(k, t0);
+    }
+    let (a, _) = q.next().await.expect("key");
+    assert_eq!(a, "a");
+    let second = tokio::time::timeout(Duration::from_secs(1), q.next()).await;
+    assert!(second.is_err(), "b waits while a is in flight: {second:?}");
+    q.pace_background(&a);
+    q.done(&a);
+    let start = tokio::time::Instant::now();
+    q.add("change", t0);
+    assert_eq!(q.next().await.map(|(k, _)| k), Some("change"), "a change is not paced");
+    q.done(&"change");
+    let (b, _) = q.next().await.expect("key");
+    assert_eq!((b, start.elapsed()), ("b", RECORD_PACE), "b waits for the pace of a's record");
+    q.done(&b); // wrote nothing: no pace
+    let (c, _) = q.next().await.expect("key");
+    assert_eq!((c, start.elapsed()), ("c", RECORD_PACE));
+    q.pace_background(&"x"); // not the background key in flight: no effect
+    q.done(&c);
+    assert!(q.is_empty());
+}

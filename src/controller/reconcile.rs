@@ -68,10 +68,16 @@ async fn write_plan(
     plan: crate::index::WorkloadPlan,
 ) -> Result<bool, Error> {
     let Some(mut decided) = decide(ctx, key, plan, triggered.wall) else { return Ok(false) };
+    let record_only = decided.plan.reloads.is_empty() && decided.pause.is_none();
     let Some(result) = write(ctx, key, triggered, &mut decided).await else {
         return Ok(stepped_down(ctx, key, *triggered));
     };
-    report(ctx, key, triggered, &decided, result)
+    let written = report(ctx, key, triggered, &decided, result)?;
+    if record_only && written {
+        // A first-sight record of the full reconcile: the next one waits its turn (queue.rs, RECORD_PACE).
+        ctx.queue.pace_background(key);
+    }
+    Ok(written)
 }
 
 /// What a reconcile writes, once every rule before the write has decided.
