@@ -100,6 +100,9 @@ pub struct ApiCounts {
     pub reads: u64,
     /// Responses with a 4xx/5xx code.
     pub errors: u64,
+    /// Responses 429 Too Many Requests (API Priority and Fairness), among `errors`.
+    #[serde(default)]
+    pub throttled: u64,
 }
 
 fn is_write(verb: &str) -> bool {
@@ -124,6 +127,9 @@ pub fn summarize<'a>(
         *c.by_verb_resource.entry(format!("{} {}", r.verb, r.resource)).or_default() += 1;
         if r.code >= 400 {
             c.errors += 1;
+        }
+        if r.code == 429 {
+            c.throttled += 1;
         }
         let workload = WORKLOAD_RESOURCES.contains(&r.resource.as_str());
         match r.verb.as_str() {

@@ -2,6 +2,7 @@
 
 pub mod actions;
 pub mod audit;
+pub mod bystander;
 pub mod content;
 pub mod procfs;
 pub mod stats;

@@ -54,6 +54,13 @@ pub struct ScenarioResult {
     pub failed_writes: usize,
     /// Round trip of the bench's own update requests: the API server's share of every latency.
     pub update_rtt: LatencySummary,
+    /// Another client's GET and LIST requests through the window (`measure::bystander`): how much the
+    /// controller's requests slow down everyone else's.
+    #[serde(default)]
+    pub bystander: LatencySummary,
+    /// The bystander's requests that failed.
+    #[serde(default)]
+    pub bystander_errors: usize,
     /// CPU seconds of each control-plane component in the window (local control plane only): on a small
     /// machine the rollouts the controller triggers compete with it for the same cores.
     pub control_plane_cpu_s: BTreeMap<String, f64>,

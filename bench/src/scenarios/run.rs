@@ -20,7 +20,9 @@ use crate::{
     env::BenchEnv,
     measure::{
         actions::{self, Dependency, Observation, Update},
-        audit, procfs,
+        audit,
+        bystander::Bystander,
+        procfs,
         stats::summarize,
         tracker::{Kind, Tracker, WorkloadId},
     },
@@ -178,6 +180,7 @@ async fn run_in(
     let wall_start = Timestamp::now();
     let _ = controller.sample_now();
     let plane_start = plane_cpu_ticks(env);
+    let bystander = Bystander::start(client.clone(), &namespaces[0], PROBE);
     tracing::info!("updating for {:?}", opts.duration);
     let mut finished_samples = Vec::new();
     let mut downtimes = Vec::new();
@@ -224,6 +227,7 @@ async fn run_in(
     let window_end = epoch.elapsed();
     let wall_end = Timestamp::now();
     let plane_end = plane_cpu_ticks(env);
+    let bystander = bystander.finish().await;
     finished_samples.push(controller.stop().await);
 
     let mut updates: Vec<Update> = driver.updates();
@@ -275,6 +279,8 @@ async fn run_in(
         startup_to_ready_ms: startup,
         failed_writes: driver.failures(),
         update_rtt: summarize(&driver.update_rtts()),
+        bystander: summarize(&bystander.latencies_ms),
+        bystander_errors: bystander.errors,
         control_plane_cpu_s,
     })
 }
