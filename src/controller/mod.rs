@@ -7,6 +7,7 @@
 
 mod budget;
 mod fallback;
+mod initial_lists;
 mod observe_csi;
 mod observe_failures;
 mod observe_lists;
@@ -163,7 +164,9 @@ pub async fn run(
     let mut sources = settings.watch.sources.clone();
     sources.extend(present);
     let key_registry = Arc::new(crate::index::KeyRegistry::default());
-    let stream_context = watch::StreamContext { keys: settings.keys.clone(), key_registry: key_registry.clone() };
+    let initial_lists = initial_lists::InitialLists::probe(&client, &settings.watch).await;
+    let stream_context =
+        watch::StreamContext { keys: settings.keys.clone(), key_registry: key_registry.clone(), initial_lists };
     let (infos, mut observations) = watch::observe(&client, &settings.watch, &sources, &stream_context);
     let queue = WorkQueue::new(Duration::from_millis(100), settings.max_backoff);
     let busy = {

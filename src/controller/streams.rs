@@ -32,6 +32,8 @@ use crate::{
     workload::{Lean, WorkloadKey, WorkloadObject, kinds::KindVisitor, summarise},
 };
 
+use super::initial_lists::InitialLists;
+
 /// A namespace selector's matches as observations.
 pub(super) fn namespace_stream(client: &Client, selector: &str, id: usize) -> BoxStream<'static, Observed> {
     let api: Api<PartialObjectMeta<Namespace>> = Api::all(client.clone());
@@ -153,11 +155,6 @@ where
     )
 }
 
-/// Workload watches list in pages of [`WORKLOAD_LIST_PAGE_SIZE`].
-fn workload_list_config() -> watcher::Config {
-    watcher::Config::default().page_size(WORKLOAD_LIST_PAGE_SIZE)
-}
-
 /// Workloads are decoded [`Lean`]: without their `managedFields`.
 /// The watch stream of one workload kind's type in one namespace (`None`: all).
 pub(super) struct WorkloadStream<'a> {
@@ -165,28 +162,32 @@ pub(super) struct WorkloadStream<'a> {
     pub(super) namespace: &'a Option<String>,
     pub(super) id: usize,
     pub(super) keys: Arc<AnnotationKeys>,
+    /// Streamed, or in pages of [`WORKLOAD_LIST_PAGE_SIZE`].
+    pub(super) lists: InitialLists,
 }
 
 impl KindVisitor for WorkloadStream<'_> {
     type Output = BoxStream<'static, Observed>;
 
     fn visit<K: WorkloadObject>(self) -> Self::Output {
-        let Self { client, namespace, id, keys } = self;
+        let Self { client, namespace, id, keys, lists } = self;
+        let cfg = lists.config(WORKLOAD_LIST_PAGE_SIZE);
         if K::KIND.served_by_crd() {
-            guarded_workload_stream::<K>(api(client, namespace), id, keys)
+            guarded_workload_stream::<K>(api(client, namespace), cfg, id, keys)
         } else {
-            workload_stream::<K>(api(client, namespace), id, keys)
+            workload_stream::<K>(api(client, namespace), cfg, id, keys)
         }
     }
 }
 
 fn workload_stream<K: WorkloadObject>(
     api: Api<Lean<K>>,
+    cfg: watcher::Config,
     id: usize,
     keys: Arc<AnnotationKeys>,
 ) -> BoxStream<'static, Observed> {
     translate(
-        watcher(api, workload_list_config()).default_backoff(),
+        watcher(api, cfg).default_backoff(),
         id,
         move |obj: Lean<K>, listed| {
             summarise(&obj.0, &keys).map(|(key, s)| Observed::Workload {
@@ -257,11 +258,12 @@ pub(super) fn csi_class_stream(
 /// instead of failing the whole watch.
 fn guarded_workload_stream<K: WorkloadObject>(
     api: Api<DeserializeGuard<Lean<K>>>,
+    cfg: watcher::Config,
     id: usize,
     keys: Arc<AnnotationKeys>,
 ) -> BoxStream<'static, Observed> {
     translate(
-        watcher(api, workload_list_config()).default_backoff(),
+        watcher(api, cfg).default_backoff(),
         id,
         move |obj: DeserializeGuard<Lean<K>>, listed| match obj.0 {
             Ok(obj) => summarise(&obj.0, &keys).map(|(key, s)| Observed::Workload {

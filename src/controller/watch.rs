@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use futures::stream::BoxStream;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kube::{Client, runtime::watcher};
+use kube::Client;
 
+use super::initial_lists::InitialLists;
 use super::streams::{
     DigestFn, FactsFn, ViewsFn, WorkloadStream, api, config_stream, configmap_facts, csi_class_stream,
     csi_status_stream, namespace_annotation_stream, namespace_stream, secret_facts,
@@ -228,6 +229,8 @@ pub struct StreamContext {
     pub keys: Arc<AnnotationKeys>,
     /// Key-level reloads' registry (shared with the index).
     pub key_registry: Arc<KeyRegistry>,
+    /// Streamed or paged initial lists (decided once, at start).
+    pub initial_lists: InitialLists,
 }
 
 /// Adds one stream per namespace in scope for each of `sources`; stream ids continue from `infos.len()`.
@@ -243,7 +246,7 @@ pub fn add_sources(
         WatchScope::All => vec![None],
         WatchScope::Namespaces(list) => list.iter().cloned().map(Some).collect(),
     };
-    let mut configs_cfg = watcher::Config::default().page_size(CONFIG_LIST_PAGE_SIZE);
+    let mut configs_cfg = shared.initial_lists.config(CONFIG_LIST_PAGE_SIZE);
     if let Some(sel) = &plan.resource_label_selector {
         configs_cfg = configs_cfg.labels(sel);
     }
@@ -273,7 +276,10 @@ pub fn add_sources(
                     );
                     config_stream(api::<ConfigMap>(client, &ns), configs_cfg.clone(), id, shared.clone(), translate)
                 }
-                Source::Workload(kind) => visit(kind, WorkloadStream { client, namespace: &ns, id, keys }),
+                Source::Workload(kind) => {
+                    let lists = shared.initial_lists;
+                    visit(kind, WorkloadStream { client, namespace: &ns, id, keys, lists })
+                }
                 Source::Namespaces | Source::NamespaceAnnotations => continue,
             };
             infos.push(StreamInfo { source, namespace: ns.clone() });
