@@ -152,7 +152,9 @@ async fn names_that_share_an_env_var_are_reported_and_still_reload() {
 /// API Priority and Fairness throttling the controller: its Deployment PATCHes go to a priority level with no
 /// seats of its own, so a PATCH sent while another runs is rejected with 429, `Retry-After: 1` and a plain-text
 /// body. The controller (as a ServiceAccount only that level serves) must still reload every Deployment exactly
-/// once. (The client retries a 429 after its `Retry-After`, briefly, `src/client/retry.rs`; then the work queue.)
+/// once. With the defaults there is no client-side write limit (issue 39): the four workers write at once and the
+/// API server's 429s are what slows them down. (The client retries a 429 after its `Retry-After`, briefly,
+/// `src/client/retry.rs`; then the work queue.)
 #[tokio::test]
 async fn throttled_writes_all_land_once() {
     let ns = TestNamespace::create("throttled").await;
