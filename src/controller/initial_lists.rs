@@ -20,11 +20,7 @@ use kube::{
 };
 use tracing::info;
 
-use super::{
-    streams::api,
-    watch::{Source, WatchPlan},
-};
-use crate::{config::WatchScope, constants::INITIAL_EVENTS_END, resource::ConfigKind};
+use crate::{constants::INITIAL_EVENTS_END, resource::ConfigKind};
 
 /// The longest the probe waits for the API server's answer (its watch asks the server to end it after 10 s too).
 const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -50,24 +46,14 @@ impl InitialLists {
         }
     }
 
-    /// Asks the API server whether it streams initial lists, with a watch of the first ConfigMap or Secret source
-    /// in `plan`'s first namespace (what the controller watches anyway, so its RBAC allows it).
-    pub async fn probe(client: &Client, plan: &WatchPlan) -> Self {
-        let namespace = match &plan.scope {
-            WatchScope::All => None,
-            WatchScope::Namespaces(list) => list.first().cloned(),
-        };
-        let kind = plan.sources.iter().find_map(|s| match s {
-            Source::Config(kind @ (ConfigKind::ConfigMap | ConfigKind::Secret)) => Some(*kind),
-            _ => None,
-        });
+    /// Asks the API server whether it streams initial lists, with a watch of `kind` (the first ConfigMap or Secret
+    /// source the controller watches, so its RBAC allows it) in `namespace` (`None`: all).
+    pub async fn probe(client: &Client, namespace: Option<&str>, kind: Option<ConfigKind>) -> Self {
         let params = WatchParams::streaming_lists().labels(NOTHING).timeout(10);
         let answer = match kind {
-            Some(ConfigKind::Secret) => {
-                streams_lists(api::<PartialObjectMeta<Secret>>(client, &namespace), &params).await
-            }
-            Some(_) => streams_lists(api::<PartialObjectMeta<ConfigMap>>(client, &namespace), &params).await,
-            None => Err("no ConfigMap or Secret is watched".to_owned()),
+            Some(ConfigKind::Secret) => streams_lists(api::<Secret>(client, namespace), &params).await,
+            Some(ConfigKind::ConfigMap) => streams_lists(api::<ConfigMap>(client, namespace), &params).await,
+            _ => Err("no ConfigMap or Secret is watched".to_owned()),
         };
         match answer {
             Ok(()) => {
@@ -79,6 +65,17 @@ impl InitialLists {
                 Self::Paged
             }
         }
+    }
+}
+
+/// The metadata of `K` in `namespace` (`None`: all).
+fn api<K>(client: &Client, namespace: Option<&str>) -> Api<PartialObjectMeta<K>>
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
+{
+    match namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
     }
 }
 

@@ -164,7 +164,8 @@ pub async fn run(
     let mut sources = settings.watch.sources.clone();
     sources.extend(present);
     let key_registry = Arc::new(crate::index::KeyRegistry::default());
-    let initial_lists = initial_lists::InitialLists::probe(&client, &settings.watch).await;
+    let (namespace, kind) = settings.watch.first_config_watch();
+    let initial_lists = initial_lists::InitialLists::probe(&client, namespace, kind).await;
     let stream_context =
         watch::StreamContext { keys: settings.keys.clone(), key_registry: key_registry.clone(), initial_lists };
     let (infos, mut observations) = watch::observe(&client, &settings.watch, &sources, &stream_context);

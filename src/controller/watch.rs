@@ -151,6 +151,22 @@ pub struct WatchPlan {
     pub namespace_rules: bool,
 }
 
+impl WatchPlan {
+    /// The first namespace in scope (`None`: all) and the first of ConfigMaps and Secrets watched: where a probe
+    /// of the API server reads what the controller's RBAC allows anyway.
+    pub fn first_config_watch(&self) -> (Option<&str>, Option<ConfigKind>) {
+        let namespace = match &self.scope {
+            WatchScope::All => None,
+            WatchScope::Namespaces(list) => list.first().map(String::as_str),
+        };
+        let kind = self.sources.iter().find_map(|s| match s {
+            Source::Config(kind @ (ConfigKind::ConfigMap | ConfigKind::Secret)) => Some(*kind),
+            _ => None,
+        });
+        (namespace, kind)
+    }
+}
+
 /// The annotations of a Namespace the controller reads, as written (`None`: absent).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct NamespaceValues {
