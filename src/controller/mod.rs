@@ -20,6 +20,7 @@ mod pod_restarts;
 mod queue;
 mod read_views;
 mod reconcile;
+mod reconcile_error;
 mod settings;
 mod streams;
 mod translate;
@@ -43,7 +44,7 @@ pub use queue::WorkQueue;
 pub use settings::{OptionalKind, Settings};
 pub use streams::{config_flags, configmap_facts, secret_facts};
 pub use watch::{NamespaceValues, Observed, Source, StreamInfo, WatchPlan};
-pub use worker::Error;
+pub use reconcile_error::Error;
 use worker::{panic_message, worker};
 
 use crate::{
@@ -59,7 +60,7 @@ struct Context {
     client: Client,
     settings: Settings,
     /// What watch streams read (annotation keys, the key-level registry).
-    stream_context: watch::StreamContext,
+    stream_context: streams::StreamContext,
     /// `--max-concurrent-rollouts`.
     budget: budget::RolloutBudget,
     /// Workloads waiting at a rollout gate (issue 17).
@@ -167,8 +168,8 @@ pub async fn run(
     let (namespace, kind) = settings.watch.first_config_watch();
     let initial_lists = initial_lists::InitialLists::probe(&client, namespace, kind).await;
     let stream_context =
-        watch::StreamContext { keys: settings.keys.clone(), key_registry: key_registry.clone(), initial_lists };
-    let (infos, mut observations) = watch::observe(&client, &settings.watch, &sources, &stream_context);
+        streams::StreamContext { keys: settings.keys.clone(), key_registry: key_registry.clone(), initial_lists };
+    let (infos, mut observations) = streams::observe(&client, &settings.watch, &sources, &stream_context);
     let queue = WorkQueue::new(Duration::from_millis(100), settings.max_backoff);
     let busy = {
         let queue = queue.clone();
@@ -265,7 +266,7 @@ pub async fn run(
                 if !found.is_empty() {
                     let mut infos = observer.infos().to_vec();
                     let before = infos.len();
-                    watch::add_sources(&ctx.client, &ctx.settings.watch, &found, &ctx.stream_context, &mut infos, &mut observations);
+                    streams::add_sources(&ctx.client, &ctx.settings.watch, &found, &ctx.stream_context, &mut infos, &mut observations);
                     for info in infos.into_iter().skip(before) {
                         observer.add_stream(info);
                     }

@@ -75,7 +75,7 @@ fn context_scoped(
         hash_key: None,
         own_namespace: String::new(),
     };
-    let stream_context = crate::controller::watch::StreamContext {
+    let stream_context = crate::controller::streams::StreamContext {
         keys: settings.keys.clone(),
         key_registry: Arc::default(),
         initial_lists: crate::controller::initial_lists::InitialLists::Paged,

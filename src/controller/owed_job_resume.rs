@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use tracing::{debug, info, warn};
 
-use super::{Context, worker::Error};
+use super::{Context, reconcile_error::Error};
 use crate::workload::{self, WorkloadKey};
 
 /// How soon a Job whose replaced Job is still being deleted (a finalizer holds it) is looked at again.

@@ -21,7 +21,7 @@ use kube::{
 };
 use tracing::{debug, info, warn};
 
-use super::{Context, worker::Error};
+use super::{Context, reconcile_error::Error};
 use crate::{
     gates::{self, Wait},
     pod_restarts::{Boundary, Hold, PodFacts, Step, next_step, pods_to_record},

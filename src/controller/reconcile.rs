@@ -7,7 +7,7 @@ use std::{
 
 use tracing::{debug, info, warn};
 
-use super::{Context, queue::Trigger, worker::Error};
+use super::{Context, queue::Trigger, reconcile_error::Error};
 use crate::{
     constants::APPLIED_HASHES_BUDGET,
     index::PlannedReload,

@@ -1,6 +1,6 @@
 //! The watch streams themselves: one per (kind, namespace), each translating objects into [`Observed`] as they
 //! arrive — resources into their facts (content hash, flags, key-level views, key fingerprints), workloads into
-//! summaries — and dropping them.
+//! summaries — and dropping them; and [`observe`], which builds those a [`WatchPlan`] asks for and merges them.
 
 use std::sync::Arc;
 
@@ -17,22 +17,22 @@ use kube::{
 use serde::de::DeserializeOwned;
 
 use super::{
+    initial_lists::InitialLists,
     translate::translate,
-    watch::{NamespaceValues, Observed, StreamContext},
+    watch::{NamespaceValues, Observed, Source, StreamInfo, WatchPlan},
 };
 use crate::{
     annotations::AnnotationKeys,
-    constants::{TRUE, WORKLOAD_LIST_PAGE_SIZE},
+    config::WatchScope,
+    constants::{CONFIG_LIST_PAGE_SIZE, SECRET_FIELD_SELECTOR, TRUE, WORKLOAD_LIST_PAGE_SIZE},
     csi::{SecretProviderClass, SecretProviderClassPodStatus},
     hash,
-    index::{ConfigFacts, ConfigKey, KeyView},
-    keyprints::KeyDigest,
+    index::{ConfigFacts, ConfigKey, KeyRegistry, KeyView, configmap_views, secret_views},
+    keyprints::{KeyDigest, configmap_digest, secret_digest},
     references::KeySet,
     resource::ConfigKind,
-    workload::{Lean, WorkloadKey, WorkloadObject, kinds::KindVisitor, summarise},
+    workload::{Lean, WorkloadKey, WorkloadObject, kinds::KindVisitor, kinds::visit, summarise},
 };
-
-use super::initial_lists::InitialLists;
 
 /// A namespace selector's matches as observations.
 pub(super) fn namespace_stream(client: &Client, selector: &str, id: usize) -> BoxStream<'static, Observed> {
@@ -287,4 +287,95 @@ fn guarded_workload_stream<K: WorkloadObject>(
             }))
         },
     )
+}
+
+/// The merged stream of every watch; more can be pushed (kinds whose API appears later).
+pub type Streams = futures::stream::SelectAll<BoxStream<'static, Observed>>;
+
+/// Builds every watch stream of `plan` for the kinds in `sources` and merges them.
+pub fn observe(
+    client: &Client,
+    plan: &WatchPlan,
+    sources: &[Source],
+    shared: &StreamContext,
+) -> (Vec<StreamInfo>, Streams) {
+    let mut infos = Vec::new();
+    let mut streams = Streams::new();
+    if let Some(sel) = &plan.namespace_selector {
+        infos.push(StreamInfo { source: Source::Namespaces, namespace: None });
+        streams.push(namespace_stream(client, sel, 0));
+    }
+    if plan.namespace_windows || plan.namespace_rules {
+        streams.push(namespace_annotation_stream(client, shared.keys.clone(), infos.len()));
+        infos.push(StreamInfo { source: Source::NamespaceAnnotations, namespace: None });
+    }
+    add_sources(client, plan, sources, shared, &mut infos, &mut streams);
+    (infos, streams)
+}
+
+/// What every stream reads while translating objects: the annotation keys, and which key sets of which resources
+/// the index wants views of.
+#[derive(Clone, Debug)]
+pub struct StreamContext {
+    /// Annotation keys in use.
+    pub keys: Arc<AnnotationKeys>,
+    /// Key-level reloads' registry (shared with the index).
+    pub key_registry: Arc<KeyRegistry>,
+    /// Streamed or paged initial lists (decided once, at start).
+    pub initial_lists: InitialLists,
+}
+
+/// Adds one stream per namespace in scope for each of `sources`; stream ids continue from `infos.len()`.
+pub fn add_sources(
+    client: &Client,
+    plan: &WatchPlan,
+    sources: &[Source],
+    shared: &StreamContext,
+    infos: &mut Vec<StreamInfo>,
+    streams: &mut Streams,
+) {
+    let namespaces: Vec<Option<String>> = match &plan.scope {
+        WatchScope::All => vec![None],
+        WatchScope::Namespaces(list) => list.iter().cloned().map(Some).collect(),
+    };
+    let mut configs_cfg = shared.initial_lists.config(CONFIG_LIST_PAGE_SIZE);
+    if let Some(sel) = &plan.resource_label_selector {
+        configs_cfg = configs_cfg.labels(sel);
+    }
+    for ns in namespaces {
+        for &source in sources {
+            let id = infos.len();
+            let keys = shared.keys.clone();
+            let stream = match source {
+                Source::Config(ConfigKind::Secret) => {
+                    let cfg = configs_cfg.clone().fields(SECRET_FIELD_SELECTOR);
+                    config_stream(
+                        api::<Secret>(client, &ns),
+                        cfg,
+                        id,
+                        shared.clone(),
+                        (secret_facts, secret_views, secret_digest),
+                    )
+                }
+                // upstream v1 applied the resource label selector to these too, silencing CSI reloads: not here.
+                Source::Config(ConfigKind::SecretProviderClass) => csi_status_stream(api(client, &ns), id),
+                Source::SecretProviderClasses => csi_class_stream(api(client, &ns), id, keys),
+                Source::Config(ConfigKind::ConfigMap) => {
+                    let translate = (
+                        configmap_facts as FactsFn<ConfigMap>,
+                        configmap_views as ViewsFn<ConfigMap>,
+                        configmap_digest as DigestFn<ConfigMap>,
+                    );
+                    config_stream(api::<ConfigMap>(client, &ns), configs_cfg.clone(), id, shared.clone(), translate)
+                }
+                Source::Workload(kind) => {
+                    let lists = shared.initial_lists;
+                    visit(kind, WorkloadStream { client, namespace: &ns, id, keys, lists })
+                }
+                Source::Namespaces | Source::NamespaceAnnotations => continue,
+            };
+            infos.push(StreamInfo { source, namespace: ns.clone() });
+            streams.push(stream);
+        }
+    }
 }

@@ -1,26 +1,15 @@
-//! Watches turned into one stream of index observations. Objects are summarised as they arrive (a content
-//! hash for resources, references and annotations for workloads) and dropped: no reflector store of full
-//! objects is kept.
+//! What the watches cover and what they report: the [`Source`] of each stream, the [`WatchPlan`] of them all and
+//! the [`Observed`] facts they turn objects into as they arrive (a content hash for resources, references and
+//! annotations for workloads), dropping the objects: no reflector store of full objects is kept. The streams
+//! themselves are built in `streams.rs`.
 
-use std::sync::Arc;
-
-use futures::stream::BoxStream;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kube::Client;
-
-use super::initial_lists::InitialLists;
-use super::streams::{
-    DigestFn, FactsFn, ViewsFn, WorkloadStream, api, config_stream, configmap_facts, csi_class_stream,
-    csi_status_stream, namespace_annotation_stream, namespace_stream, secret_facts,
-};
 use crate::{
     annotations::AnnotationKeys,
     config::WatchScope,
-    constants::{CONFIG_LIST_PAGE_SIZE, SECRET_FIELD_SELECTOR},
-    index::{ConfigFacts, ConfigKey, KeyRegistry, KeyView, configmap_views, secret_views},
-    keyprints::{KeyDigest, configmap_digest, secret_digest},
+    index::{ConfigFacts, ConfigKey, KeyView},
+    keyprints::KeyDigest,
     resource::ConfigKind,
-    workload::{WorkloadKey, WorkloadKind, WorkloadSummary, kinds::visit},
+    workload::{WorkloadKey, WorkloadKind, WorkloadSummary},
 };
 
 /// What one watch stream covers.
@@ -159,11 +148,7 @@ impl WatchPlan {
             WatchScope::All => None,
             WatchScope::Namespaces(list) => list.first().map(String::as_str),
         };
-        let kind = self.sources.iter().find_map(|s| match s {
-            Source::Config(kind @ (ConfigKind::ConfigMap | ConfigKind::Secret)) => Some(*kind),
-            _ => None,
-        });
-        (namespace, kind)
+        (namespace, self.config_kinds().first().copied())
     }
 }
 
@@ -210,96 +195,5 @@ impl WatchPlan {
             _ => None,
         });
         kinds.collect()
-    }
-}
-
-/// The merged stream of every watch; more can be pushed (kinds whose API appears later).
-pub type Streams = futures::stream::SelectAll<BoxStream<'static, Observed>>;
-
-/// Builds every watch stream of `plan` for the kinds in `sources` and merges them.
-pub fn observe(
-    client: &Client,
-    plan: &WatchPlan,
-    sources: &[Source],
-    shared: &StreamContext,
-) -> (Vec<StreamInfo>, Streams) {
-    let mut infos = Vec::new();
-    let mut streams = Streams::new();
-    if let Some(sel) = &plan.namespace_selector {
-        infos.push(StreamInfo { source: Source::Namespaces, namespace: None });
-        streams.push(namespace_stream(client, sel, 0));
-    }
-    if plan.namespace_windows || plan.namespace_rules {
-        streams.push(namespace_annotation_stream(client, shared.keys.clone(), infos.len()));
-        infos.push(StreamInfo { source: Source::NamespaceAnnotations, namespace: None });
-    }
-    add_sources(client, plan, sources, shared, &mut infos, &mut streams);
-    (infos, streams)
-}
-
-/// What every stream reads while translating objects: the annotation keys, and which key sets of which resources
-/// the index wants views of.
-#[derive(Clone, Debug)]
-pub struct StreamContext {
-    /// Annotation keys in use.
-    pub keys: Arc<AnnotationKeys>,
-    /// Key-level reloads' registry (shared with the index).
-    pub key_registry: Arc<KeyRegistry>,
-    /// Streamed or paged initial lists (decided once, at start).
-    pub initial_lists: InitialLists,
-}
-
-/// Adds one stream per namespace in scope for each of `sources`; stream ids continue from `infos.len()`.
-pub fn add_sources(
-    client: &Client,
-    plan: &WatchPlan,
-    sources: &[Source],
-    shared: &StreamContext,
-    infos: &mut Vec<StreamInfo>,
-    streams: &mut Streams,
-) {
-    let namespaces: Vec<Option<String>> = match &plan.scope {
-        WatchScope::All => vec![None],
-        WatchScope::Namespaces(list) => list.iter().cloned().map(Some).collect(),
-    };
-    let mut configs_cfg = shared.initial_lists.config(CONFIG_LIST_PAGE_SIZE);
-    if let Some(sel) = &plan.resource_label_selector {
-        configs_cfg = configs_cfg.labels(sel);
-    }
-    for ns in namespaces {
-        for &source in sources {
-            let id = infos.len();
-            let keys = shared.keys.clone();
-            let stream = match source {
-                Source::Config(ConfigKind::Secret) => {
-                    let cfg = configs_cfg.clone().fields(SECRET_FIELD_SELECTOR);
-                    config_stream(
-                        api::<Secret>(client, &ns),
-                        cfg,
-                        id,
-                        shared.clone(),
-                        (secret_facts, secret_views, secret_digest),
-                    )
-                }
-                // upstream v1 applied the resource label selector to these too, silencing CSI reloads: not here.
-                Source::Config(ConfigKind::SecretProviderClass) => csi_status_stream(api(client, &ns), id),
-                Source::SecretProviderClasses => csi_class_stream(api(client, &ns), id, keys),
-                Source::Config(ConfigKind::ConfigMap) => {
-                    let translate = (
-                        configmap_facts as FactsFn<ConfigMap>,
-                        configmap_views as ViewsFn<ConfigMap>,
-                        configmap_digest as DigestFn<ConfigMap>,
-                    );
-                    config_stream(api::<ConfigMap>(client, &ns), configs_cfg.clone(), id, shared.clone(), translate)
-                }
-                Source::Workload(kind) => {
-                    let lists = shared.initial_lists;
-                    visit(kind, WorkloadStream { client, namespace: &ns, id, keys, lists })
-                }
-                Source::Namespaces | Source::NamespaceAnnotations => continue,
-            };
-            infos.push(StreamInfo { source, namespace: ns.clone() });
-            streams.push(stream);
-        }
     }
 }
