@@ -7,7 +7,8 @@
 //! (bench/results/HISTORY.md, issue 39). One probe at start decides for every watch: a watch for a label nothing
 //! carries, which a streaming API server answers at once with the bookmark that ends its (empty) initial events.
 //! Any other answer — refused (the `WatchList` feature gate off, a server before it), an error, no answer in
-//! [`PROBE_TIMEOUT`] — means pages, as before.
+//! [`PROBE_TIMEOUT`] — means pages, as before. What the probe cannot vouch for is always listed: optional APIs
+//! (Argo Rollouts, DeploymentConfigs, `--workload-kind` kinds), which another API server may serve.
 
 use std::time::Duration;
 

@@ -41,10 +41,10 @@ use tracing::{debug, error, info, warn};
 
 use observer::Observer;
 pub use queue::WorkQueue;
+pub use reconcile_error::Error;
 pub use settings::{OptionalKind, Settings};
 pub use streams::{config_flags, configmap_facts, secret_facts};
 pub use watch::{NamespaceValues, Observed, Source, StreamInfo, WatchPlan};
-pub use reconcile_error::Error;
 use worker::{panic_message, worker};
 
 use crate::{

@@ -162,7 +162,7 @@ pub(super) struct WorkloadStream<'a> {
     pub(super) namespace: &'a Option<String>,
     pub(super) id: usize,
     pub(super) keys: Arc<AnnotationKeys>,
-    /// Streamed, or in pages of [`WORKLOAD_LIST_PAGE_SIZE`].
+    /// Streamed, or in pages of [`WORKLOAD_LIST_PAGE_SIZE`] (optional APIs always).
     pub(super) lists: InitialLists,
 }
 
@@ -171,6 +171,9 @@ impl KindVisitor for WorkloadStream<'_> {
 
     fn visit<K: WorkloadObject>(self) -> Self::Output {
         let Self { client, namespace, id, keys, lists } = self;
+        // An optional API may be served by another API server (OpenShift's DeploymentConfigs): the probe asked
+        // only the one that serves ConfigMaps, so those are listed in pages.
+        let lists = if K::KIND.served_by_crd() { InitialLists::Paged } else { lists };
         let cfg = lists.config(WORKLOAD_LIST_PAGE_SIZE);
         if K::KIND.served_by_crd() {
             guarded_workload_stream::<K>(api(client, namespace), cfg, id, keys)
