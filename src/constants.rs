@@ -103,11 +103,7 @@ pub const PROGRESS_DEADLINE_EXCEEDED: &str = "ProgressDeadlineExceeded";
 /// `spec.updateStrategy.type` of StatefulSets and DaemonSets that replace a pod only once it is deleted.
 pub const ON_DELETE: &str = "OnDelete";
 
-/// The annotation on the bookmark with which an API server ends a watch's initial events (streaming lists,
-/// `sendInitialEvents`; controller/initial_lists.rs).
-pub const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
-
-/// Page size of the initial ConfigMap/Secret lists (where the API server does not stream them). kube's default (500, client-go's) holds 500 full objects —
+/// Page size of the initial ConfigMap/Secret lists. kube's default (500, client-go's) holds 500 full objects —
 /// their data included — plus the page's JSON at once per stream; with 4 KiB objects that is several MiB the
 /// allocator keeps after the sync. 100 objects per page bounds that buffer (bench/results/HISTORY.md, M1).
 pub const CONFIG_LIST_PAGE_SIZE: u32 = 100;

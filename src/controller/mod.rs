@@ -7,7 +7,6 @@
 
 mod budget;
 mod fallback;
-mod initial_lists;
 mod observe_csi;
 mod observe_failures;
 mod observe_lists;
@@ -165,10 +164,7 @@ pub async fn run(
     let mut sources = settings.watch.sources.clone();
     sources.extend(present);
     let key_registry = Arc::new(crate::index::KeyRegistry::default());
-    let (namespace, kind) = settings.watch.first_config_watch();
-    let initial_lists = initial_lists::InitialLists::probe(&client, namespace, kind).await;
-    let stream_context =
-        streams::StreamContext { keys: settings.keys.clone(), key_registry: key_registry.clone(), initial_lists };
+    let stream_context = streams::StreamContext { keys: settings.keys.clone(), key_registry: key_registry.clone() };
     let (infos, mut observations) = streams::observe(&client, &settings.watch, &sources, &stream_context);
     let queue = WorkQueue::new(Duration::from_millis(100), settings.max_backoff);
     let busy = {

@@ -75,11 +75,8 @@ fn context_scoped(
         hash_key: None,
         own_namespace: String::new(),
     };
-    let stream_context = crate::controller::streams::StreamContext {
-        keys: settings.keys.clone(),
-        key_registry: Arc::default(),
-        initial_lists: crate::controller::initial_lists::InitialLists::Paged,
-    };
+    let stream_context =
+        crate::controller::streams::StreamContext { keys: settings.keys.clone(), key_registry: Arc::default() };
     Arc::new(Context {
         client: kube::Client::new(service, "default"),
         budget: crate::controller::budget::RolloutBudget::new(0, Duration::from_secs(1)),

@@ -17,7 +17,6 @@ use kube::{
 use serde::de::DeserializeOwned;
 
 use super::{
-    initial_lists::InitialLists,
     translate::translate,
     watch::{NamespaceValues, Observed, Source, StreamInfo, WatchPlan},
 };
@@ -162,19 +161,15 @@ pub(super) struct WorkloadStream<'a> {
     pub(super) namespace: &'a Option<String>,
     pub(super) id: usize,
     pub(super) keys: Arc<AnnotationKeys>,
-    /// Streamed, or in pages of [`WORKLOAD_LIST_PAGE_SIZE`] (optional APIs always).
-    pub(super) lists: InitialLists,
 }
 
 impl KindVisitor for WorkloadStream<'_> {
     type Output = BoxStream<'static, Observed>;
 
     fn visit<K: WorkloadObject>(self) -> Self::Output {
-        let Self { client, namespace, id, keys, lists } = self;
-        // An optional API may be served by another API server (OpenShift's DeploymentConfigs): the probe asked
-        // only the one that serves ConfigMaps, so those are listed in pages.
-        let lists = if K::KIND.served_by_crd() { InitialLists::Paged } else { lists };
-        let cfg = lists.config(WORKLOAD_LIST_PAGE_SIZE);
+        let Self { client, namespace, id, keys } = self;
+        // Listed in pages of WORKLOAD_LIST_PAGE_SIZE.
+        let cfg = watcher::Config::default().page_size(WORKLOAD_LIST_PAGE_SIZE);
         if K::KIND.served_by_crd() {
             guarded_workload_stream::<K>(api(client, namespace), cfg, id, keys)
         } else {
@@ -324,8 +319,6 @@ pub struct StreamContext {
     pub keys: Arc<AnnotationKeys>,
     /// Key-level reloads' registry (shared with the index).
     pub key_registry: Arc<KeyRegistry>,
-    /// Streamed or paged initial lists (decided once, at start).
-    pub initial_lists: InitialLists,
 }
 
 /// Adds one stream per namespace in scope for each of `sources`; stream ids continue from `infos.len()`.
@@ -341,7 +334,7 @@ pub fn add_sources(
         WatchScope::All => vec![None],
         WatchScope::Namespaces(list) => list.iter().cloned().map(Some).collect(),
     };
-    let mut configs_cfg = shared.initial_lists.config(CONFIG_LIST_PAGE_SIZE);
+    let mut configs_cfg = watcher::Config::default().page_size(CONFIG_LIST_PAGE_SIZE);
     if let Some(sel) = &plan.resource_label_selector {
         configs_cfg = configs_cfg.labels(sel);
     }
@@ -371,10 +364,7 @@ pub fn add_sources(
                     );
                     config_stream(api::<ConfigMap>(client, &ns), configs_cfg.clone(), id, shared.clone(), translate)
                 }
-                Source::Workload(kind) => {
-                    let lists = shared.initial_lists;
-                    visit(kind, WorkloadStream { client, namespace: &ns, id, keys, lists })
-                }
+                Source::Workload(kind) => visit(kind, WorkloadStream { client, namespace: &ns, id, keys }),
                 Source::Namespaces | Source::NamespaceAnnotations => continue,
             };
             infos.push(StreamInfo { source, namespace: ns.clone() });

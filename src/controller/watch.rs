@@ -140,18 +140,6 @@ pub struct WatchPlan {
     pub namespace_rules: bool,
 }
 
-impl WatchPlan {
-    /// The first namespace in scope (`None`: all) and the first of ConfigMaps and Secrets watched: where a probe
-    /// of the API server reads what the controller's RBAC allows anyway.
-    pub fn first_config_watch(&self) -> (Option<&str>, Option<ConfigKind>) {
-        let namespace = match &self.scope {
-            WatchScope::All => None,
-            WatchScope::Namespaces(list) => list.first().map(String::as_str),
-        };
-        (namespace, self.config_kinds().first().copied())
-    }
-}
-
 /// The annotations of a Namespace the controller reads, as written (`None`: absent).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct NamespaceValues {
