@@ -33,7 +33,7 @@ use serde_json::json;
 use super::{
     analysis::{Figures, ResourceContents},
     layout::{ChaosLayout, ChaosWorkload},
-    observe::WorkloadKind,
+    observe::{APPLIED_HASHES, WorkloadKind},
 };
 use crate::{Error, scenarios::objects};
 
@@ -172,6 +172,14 @@ fn acknowledged(resource: &ResourceContents, epoch_wall: jiff::Timestamp) -> Vec
     resource.committed.iter().filter_map(|d| at(d).ok()).collect()
 }
 
+/// Whether `workload`'s `applied-hashes` record holds `hash` (a ConfigMap's record is its plain SHA-1; a Secret's
+/// is sealed, so any record counts for those).
+fn records(workload: &DynamicObject, hash: &str) -> bool {
+    let Some(record) = workload.annotations().get(APPLIED_HASHES) else { return false };
+    let values: BTreeMap<String, String> = serde_json::from_str(record).unwrap_or_default();
+    values.iter().any(|(resource, value)| value == hash || resource.starts_with("secret/"))
+}
+
 /// Pods of `w` left to restart or missing, for its resource's final content.
 fn pending(pods: &[SeenPod], w: &ChaosWorkload, last: Option<jiff::Timestamp>) -> Option<String> {
     let live: Vec<&SeenPod> = pods.iter().filter(|p| p.workload == w.name && p.deleted.is_none()).collect();
@@ -206,8 +214,12 @@ pub async fn wait_restarted(
             let last = acknowledged(&resources[w.resource], epoch_wall).last().copied();
             let api =
                 Api::<DynamicObject>::namespaced_with(client.clone(), &layout.namespaces[w.ns], &w.kind.api_resource());
-            let boundary = api.get(&w.name).await.ok().is_some_and(|d| d.annotations().contains_key(BOUNDARY));
-            done &= !boundary && pending(&pods, w, last).is_none();
+            let object = api.get(&w.name).await.ok();
+            let boundary = object.as_ref().is_some_and(|d| d.annotations().contains_key(BOUNDARY));
+            // The controller has acted on the final content: pods of the second before the last change may be
+            // older than it (the controller restarts them; `pending` cannot tell them from newer ones).
+            let acted = object.as_ref().is_some_and(|d| records(d, &resources[w.resource].final_hash));
+            done &= acted && !boundary && pending(&pods, w, last).is_none();
         }
         if done {
             return Some(epoch.elapsed());
