@@ -154,6 +154,11 @@ where
     )
 }
 
+/// Workload watches list in pages of [`WORKLOAD_LIST_PAGE_SIZE`].
+fn workload_list_config() -> watcher::Config {
+    watcher::Config::default().page_size(WORKLOAD_LIST_PAGE_SIZE)
+}
+
 /// Workloads are decoded [`Lean`]: without their `managedFields`.
 /// The watch stream of one workload kind's type in one namespace (`None`: all).
 pub(super) struct WorkloadStream<'a> {
@@ -168,24 +173,21 @@ impl KindVisitor for WorkloadStream<'_> {
 
     fn visit<K: WorkloadObject>(self) -> Self::Output {
         let Self { client, namespace, id, keys } = self;
-        // Listed in pages of WORKLOAD_LIST_PAGE_SIZE.
-        let cfg = watcher::Config::default().page_size(WORKLOAD_LIST_PAGE_SIZE);
         if K::KIND.served_by_crd() {
-            guarded_workload_stream::<K>(api(client, namespace), cfg, id, keys)
+            guarded_workload_stream::<K>(api(client, namespace), id, keys)
         } else {
-            workload_stream::<K>(api(client, namespace), cfg, id, keys)
+            workload_stream::<K>(api(client, namespace), id, keys)
         }
     }
 }
 
 fn workload_stream<K: WorkloadObject>(
     api: Api<Lean<K>>,
-    cfg: watcher::Config,
     id: usize,
     keys: Arc<AnnotationKeys>,
 ) -> BoxStream<'static, Observed> {
     translate(
-        watcher(api, cfg).default_backoff(),
+        watcher(api, workload_list_config()).default_backoff(),
         id,
         move |obj: Lean<K>, listed| {
             summarise(&obj.0, &keys).map(|(key, s)| Observed::Workload {
@@ -256,12 +258,11 @@ pub(super) fn csi_class_stream(
 /// instead of failing the whole watch.
 fn guarded_workload_stream<K: WorkloadObject>(
     api: Api<DeserializeGuard<Lean<K>>>,
-    cfg: watcher::Config,
     id: usize,
     keys: Arc<AnnotationKeys>,
 ) -> BoxStream<'static, Observed> {
     translate(
-        watcher(api, cfg).default_backoff(),
+        watcher(api, workload_list_config()).default_backoff(),
         id,
         move |obj: DeserializeGuard<Lean<K>>, listed| match obj.0 {
             Ok(obj) => summarise(&obj.0, &keys).map(|(key, s)| Observed::Workload {
