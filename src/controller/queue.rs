@@ -105,6 +105,12 @@ impl<K: Clone + Eq + Hash> State<K> {
         }
         while let Some(key) = self.background.pop_front() {
             if self.waiting.get(&key).is_some_and(|&(_, background)| background) && !self.in_flight.contains(&key) {
+                if self.delayed.contains_key(&key) {
+                    // A change is being coalesced for it: run now, the reconcile would write that change before
+                    // the window ends (without the changes still to come); the delayed add runs it instead.
+                    self.waiting.remove(&key);
+                    continue;
+                }
                 self.background_in_flight = Some(key.clone());
                 return Some(key);
             }

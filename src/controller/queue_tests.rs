@@ -316,3 +316,18 @@ async fn background_work_runs_one_at_a_time_and_records_are_paced() {
     q.done(&c);
     assert!(q.is_empty());
 }
+
+/// A background key whose change is being coalesced is left to the coalesced add: run from the background lane
+/// during the window, its reconcile would write the first change without the ones still to come.
+#[tokio::test(start_paused = true)]
+async fn a_background_key_waits_for_the_window_of_its_coalesced_change() {
+    let q = queue();
+    let t0 = Instant::now();
+    q.add_background("web", t0);
+    q.add_coalesced("web", t0, Duration::from_secs(5), Duration::from_secs(5));
+    let start = tokio::time::Instant::now();
+    assert_eq!(q.next().await.map(|(k, _)| k), Some("web"));
+    assert_eq!(start.elapsed(), Duration::from_secs(5), "served when the window ends, not from the background lane");
+    q.done(&"web");
+    assert!(q.is_empty());
+}
