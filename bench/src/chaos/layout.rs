@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::{
     Api, Client,
-    api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, PostParams},
+    api::{ApiResource, DeleteParams, DynamicObject, PostParams},
 };
 use serde_json::json;
 
@@ -181,7 +181,7 @@ impl ChaosLayout {
 
 /// The Argo Rollout API resource.
 pub fn rollout_resource() -> ApiResource {
-    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("argoproj.io", "v1alpha1", "Rollout"), "rollouts")
+    WorkloadKind::Rollout.api_resource()
 }
 
 /// Creates the Rollout CRD if it is missing and waits until it is established; returns how long that took.

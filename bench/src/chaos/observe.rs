@@ -52,7 +52,10 @@ impl WorkloadKind {
             Self::Deployment => {
                 ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("apps", "v1", "Deployment"), "deployments")
             }
-            Self::Rollout => super::layout::rollout_resource(),
+            Self::Rollout => ApiResource::from_gvk_with_plural(
+                &GroupVersionKind::gvk("argoproj.io", "v1alpha1", "Rollout"),
+                "rollouts",
+            ),
             Self::CloneSet => ApiResource::from_gvk_with_plural(
                 &GroupVersionKind::gvk("apps.kruise.io", "v1alpha1", "CloneSet"),
                 "clonesets",
