@@ -94,7 +94,8 @@ const SKIP_REASONS: &[&str] = &[
     "paused",
     "suspended",
 ];
-const ERROR_TYPES: &[&str] = &["handler_error", "watch_error", "event_publish", "event_dropped", "record_refused"];
+const ERROR_TYPES: &[&str] =
+    &["handler_error", "watch_error", "event_publish", "event_dropped", "record_refused", "answer_lost"];
 const ALERT_RESULTS: &[&str] = &["sent", "failed", "dropped"];
 
 const RECONCILE_BUCKETS: &[f64] = &[0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];

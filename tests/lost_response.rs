@@ -1,9 +1,10 @@
 //! Issue 27, finding 2, on the real control plane: the API server applies a reload's PATCH and its answer is lost
-//! (a proxy between the controller and the API server answers 504 instead). The work queue retries the same
-//! write — the same `STAKATER_*` value, or the same `last-reloaded-from` with the time of the change fixed when it
-//! was queued, or the same `restartedAt` of the restart strategy — so the Deployment rolls out once, in every
-//! strategy. With `--max-concurrent-rollouts=1`, the
-//! retry (it changes no template) must not hold the only slot: another Deployment's change rolls at once.
+//! (a proxy between the controller and the API server answers 504 instead). The controller reads the workload
+//! back and, finding what it wrote, reports the reload it was (issue 38: no `ReloadFail`, no failure counted);
+//! were it retried, the retry writes the same `STAKATER_*` value, or the same `last-reloaded-from` with the time of
+//! the change fixed when it was queued, or the same `restartedAt` of the restart strategy — so the Deployment
+//! rolls out once, in every strategy. With `--max-concurrent-rollouts=1` the rollout the lost write started holds
+//! the only slot until it completes, and no longer.
 
 mod common;
 
@@ -36,18 +37,110 @@ async fn lost_answer_rolls_once(strategy: &str, flag: &str) {
     proxy.arm(1);
 
     set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
-    wait_for("the answer to web's reload lost, and the write retried", RELOAD_WAIT, || async {
-        let retried = reloader.logs().iter().any(|l| l.contains("reload failed, retrying") && l.contains("web"));
-        if proxy.lost() == 1 && retried { Ok(()) } else { Err(format!("lost {}, retried {retried}", proxy.lost())) }
+    wait_for("the answer to web's reload lost, and the write read back", RELOAD_WAIT, || async {
+        let read_back = reloader.logs().iter().any(|l| l.contains(READ_BACK) && l.contains("web"));
+        if proxy.lost() == 1 && read_back {
+            Ok(())
+        } else {
+            Err(format!("lost {}, read back {read_back}", proxy.lost()))
+        }
     })
     .await;
     Kind::Deployment.wait_revisions(&ns, "web", 2).await;
+    reported_as_written(&ns, &reloader, "web").await;
     if strategy == "env-vars" {
         let value = Kind::Deployment.env(&ns, "web", "app", "STAKATER_CFG_CONFIGMAP").await;
         assert_eq!(value, Some(configmap_hash(&[("k", "2")])));
     }
     // Another change now rolls at once: the retry that changed nothing does not hold the budget's only slot.
     set_configmap_data(&ns, "other-cfg", &[("k", "2")]).await;
+    Kind::Deployment.wait_revisions(&ns, "other", 2).await;
+    Kind::Deployment.stays_at_revisions(&ns, "web", 2).await;
+}
+
+/// The controller's line for a write whose answer was lost and which the workload shows applied.
+const READ_BACK: &str = "read back, the workload carries it";
+
+/// `name`'s reload was reported as written: a `Reloaded` Event, no `ReloadFail`, and no failed reload counted.
+async fn reported_as_written(ns: &TestNamespace, reloader: &Reloader, name: &str) {
+    let events = ns.api::<k8s_openapi::api::events::v1::Event>();
+    let about = |e: &k8s_openapi::api::events::v1::Event, reason: &str| {
+        e.reason.as_deref() == Some(reason) && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name)
+    };
+    wait_for(&format!("a Reloaded Event for {name}"), RELOAD_WAIT, || async {
+        let list = events.list(&Default::default()).await.map_err(|e| e.to_string())?;
+        if list.items.iter().any(|e| about(e, "Reloaded")) { Ok(()) } else { Err("none yet".into()) }
+    })
+    .await;
+    let list = events.list(&Default::default()).await.expect("events");
+    let failed: Vec<_> = list.items.iter().filter(|e| about(e, "ReloadFail")).collect();
+    assert!(failed.is_empty(), "a write that landed was reported as failed: {failed:?}");
+    let metrics = reloader.metrics().await;
+    let failures = sample(&metrics, "reloader_reload_executed_total{success=\"false\"}").unwrap_or(0.0);
+    assert_eq!(failures, 0.0, "a write that landed was counted as a failed reload");
+    assert_eq!(sample(&metrics, "reloader_errors_total{type=\"answer_lost\"}"), Some(1.0));
+}
+
+/// Issue 38: the answer lost, the first attempt's rollout is the one in flight. Its pods are held not Ready, so it
+/// stays in progress: another workload's change waits for the budget's only slot (the old code freed it as a
+/// failed write, and the retry found nothing to write, so the slot was never taken again) and rolls once the
+/// rollout completes.
+#[tokio::test]
+async fn a_lost_answer_keeps_the_slot_of_the_rollout_it_started() {
+    use k8s_openapi::api::{apps::v1::Deployment, core::v1::Pod};
+    use kube::api::{ListParams, Patch, PatchParams, PostParams};
+    // testenv's KWOK keeps a pod with this label and a `STAKATER_*` variable not Ready (testenv/build.sh): the pod
+    // the reload creates, not the one before it.
+    const HELD: &str = "testenv.reloader.dev/unready-when-reloaded";
+    let ns = TestNamespace::create("lost-slot").await;
+    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
+    create_configmap(&ns, "other-cfg", &[("k", "1")], &[]).await;
+    let web: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": "web", "annotations": {"reloader.stakater.com/auto": "true"}},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web", HELD: ""}}, "spec": env_from_configmap("cfg")}}
+    }))
+    .expect("deployment");
+    ns.api::<Deployment>().create(&PostParams::default(), &web).await.expect("create web");
+    let auto = json!({"reloader.stakater.com/auto": "true"});
+    Kind::Deployment.create(&ns, "other", auto, json!({}), env_from_configmap("other-cfg")).await;
+    // Both rollouts complete before the controller starts: none is adopted into the budget.
+    for name in ["web", "other"] {
+        wait_for(&format!("{name}'s first rollout complete"), RELOAD_WAIT, || async {
+            let d = ns.api::<Deployment>().get(name).await.map_err(|e| e.to_string())?;
+            let status = d.status.unwrap_or_default();
+            let done = status.observed_generation == d.metadata.generation && status.available_replicas == Some(1);
+            if done { Ok(()) } else { Err(format!("{status:?}")) }
+        })
+        .await;
+    }
+
+    let proxy = LosingProxy::start(&ns.name, "/deployments/web").await;
+    let kubeconfig = proxy.kubeconfig().display().to_string();
+    let scope = format!("--namespaces={}", ns.name);
+    let args = [scope.as_str(), "--max-concurrent-rollouts=1", "--rollout-timeout=10m"];
+    let reloader = Reloader::start_unscoped(&args, &[("KUBECONFIG", kubeconfig.as_str())]).await;
+    Kind::Deployment.wait_recorded(&ns, "web").await;
+    Kind::Deployment.wait_recorded(&ns, "other").await;
+    proxy.arm(1);
+
+    set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
+    reloader.wait_log(READ_BACK).await;
+    Kind::Deployment.wait_revisions(&ns, "web", 2).await;
+    reported_as_written(&ns, &reloader, "web").await;
+
+    let waited = reloader.counter("reloader_skipped_total{reason=\"rollout_budget\"}").await;
+    set_configmap_data(&ns, "other-cfg", &[("k", "2")]).await;
+    waited.wait_grown(1).await;
+    Kind::Deployment.stays_at_revisions(&ns, "other", 1).await;
+
+    // web's new pod becomes Ready: its rollout completes, the slot frees, other rolls.
+    let pods = ns.api::<Pod>();
+    let held = pods.list(&ListParams::default().labels(&format!("app=web,{HELD}"))).await.expect("pods");
+    for pod in held.items {
+        let release = Patch::Merge(json!({"metadata": {"labels": { HELD: null }}}));
+        pods.patch(&pod.metadata.name.unwrap_or_default(), &PatchParams::default(), &release).await.expect("release");
+    }
     Kind::Deployment.wait_revisions(&ns, "other", 2).await;
     Kind::Deployment.stays_at_revisions(&ns, "web", 2).await;
 }
@@ -65,4 +158,52 @@ async fn a_reload_whose_answer_is_lost_rolls_once_with_annotations() {
 #[tokio::test]
 async fn a_reload_whose_answer_is_lost_rolls_once_with_the_restart_strategy() {
     lost_answer_rolls_once("restart", "--rollout-strategy=restart").await;
+}
+
+/// Issue 38, finding 6: the restart strategy's write lands, its answer is lost and the workload cannot be read
+/// back, and the ConfigMap changes again before the retry. The retry keeps the first change's trigger (the
+/// earliest); it must not write that trigger's `restartedAt` again with the newer content — that changes no
+/// template, so nothing restarts while the record says the newer content is applied. It takes a later mark: a
+/// third revision, on the newest content.
+#[tokio::test]
+async fn a_retry_carrying_newer_content_restarts_again_with_the_restart_strategy() {
+    const RESTARTED_AT: &str = "kubectl.kubernetes.io/restartedAt";
+    let ns = TestNamespace::create("lost-newer").await;
+    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
+    let auto = json!({"reloader.stakater.com/auto": "true"});
+    Kind::Deployment.create(&ns, "web", auto, json!({}), env_from_configmap("cfg")).await;
+    Kind::Deployment.wait_revisions(&ns, "web", 1).await;
+
+    let proxy = LosingProxy::start(&ns.name, "/deployments/web").await;
+    let kubeconfig = proxy.kubeconfig().display().to_string();
+    let scope = format!("--namespaces={}", ns.name);
+    let args = [scope.as_str(), "--rollout-strategy=restart"];
+    let reloader = Reloader::start_unscoped(&args, &[("KUBECONFIG", kubeconfig.as_str())]).await;
+    Kind::Deployment.wait_recorded(&ns, "web").await;
+    proxy.hold_answers();
+    proxy.fail_reads(1);
+    proxy.arm(1);
+
+    set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
+    wait_for("web's restart written, its answer held", RELOAD_WAIT, || async {
+        if proxy.lost() == 1 { Ok(()) } else { Err("not yet".to_owned()) }
+    })
+    .await;
+    Kind::Deployment.wait_revisions(&ns, "web", 2).await;
+    let first_mark = Kind::Deployment.template(&ns, "web").await.metadata.and_then(|m| m.annotations);
+    let first_mark = first_mark.and_then(|a| a.get(RESTARTED_AT).cloned()).expect("the first write's restartedAt");
+    // The newer content, seen by the controller while its write waits for the (lost) answer.
+    let updates = reloader.events("update", "configmaps").await;
+    set_configmap_data(&ns, "cfg", &[("k", "3")]).await;
+    updates.wait_grown(1).await;
+    proxy.release();
+
+    reloader.wait_log("reload failed, retrying").await;
+    Kind::Deployment.stays_at_revisions(&ns, "web", 3).await;
+    let template = Kind::Deployment.template(&ns, "web").await.metadata.and_then(|m| m.annotations).unwrap_or_default();
+    assert_ne!(template.get(RESTARTED_AT), Some(&first_mark), "the retry wrote the first change's mark again");
+    let d = ns.api::<k8s_openapi::api::apps::v1::Deployment>().get("web").await.expect("web");
+    let record = d.metadata.annotations.unwrap_or_default();
+    let record = record.get("reloader.stakater.com/applied-hashes").cloned().unwrap_or_default();
+    assert!(record.contains(&configmap_hash(&[("k", "3")])), "record {record}");
 }

@@ -101,3 +101,20 @@ async fn a_503_is_sent_once_and_reaches_the_caller() {
     assert!(matches!(&result, Err(kube::Error::Api(s)) if s.code == 503), "{result:?}");
     assert_eq!((waited, attempts, counted), (std::time::Duration::ZERO, 1, 1));
 }
+
+/// Issue 38: a server error or a lost connection may follow an applied write (it is read back); a 4xx is the API
+/// server's verdict, and a request that could not be built was never sent.
+#[test]
+fn server_errors_and_lost_connections_leave_a_write_unknown_verdicts_do_not() {
+    let api = |code: u16| kube::Error::Api(kube::core::Status { code, ..Default::default() }.boxed());
+    for code in [500, 503, 504] {
+        assert!(super::outcome_unknown(&api(code)), "{code}");
+    }
+    for code in [400, 403, 404, 409, 422, 429] {
+        assert!(!super::outcome_unknown(&api(code)), "{code}");
+    }
+    let lost = kube::Error::Service("connection reset by peer".into());
+    assert!(super::outcome_unknown(&lost));
+    let unbuilt = kube::Error::HttpError(http::Request::get("\u{7f}").body(()).expect_err("an invalid uri"));
+    assert!(!super::outcome_unknown(&unbuilt));
+}

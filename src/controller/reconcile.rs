@@ -203,6 +203,9 @@ async fn write(
         return None;
     }
     let mut result = workload::write(&ctx.client, key, &write).await;
+    if let Err(error) = result {
+        result = confirm_lost_answer(ctx, key, &write, error).await;
+    }
     if let Err(kube::Error::Api(status)) = &result
         && write.applied_hashes.is_some()
         // A record-only write refused as invalid stays an error (reported once, then left until something
@@ -251,6 +254,34 @@ async fn write(
                made while the controller is down is not applied when it starts", APPLIED_HASHES_BUDGET, plan.unrecorded);
     }
     Some(result)
+}
+
+/// A write that failed in a way that may follow an applied write (a 5xx, a lost connection: the answer lost, not
+/// the write) is read back: when the workload carries what it set, it landed whole and is reported as the reload
+/// it was — its Event, its metrics, its budget slot held for the rollout it started — instead of a failure whose
+/// retry finds nothing left to do (issue 38). Otherwise, or when it cannot be read, the error stands.
+async fn confirm_lost_answer(
+    ctx: &Context,
+    key: &WorkloadKey,
+    write: &WorkloadWrite<'_>,
+    error: kube::Error,
+) -> Result<Option<i64>, kube::Error> {
+    if !crate::client::outcome_unknown(&error) {
+        return Err(error);
+    }
+    match workload::landed(&ctx.client, key, write).await {
+        Ok(Some(generation)) => {
+            ctx.metrics.errors.with_label_values(&["answer_lost"]).inc();
+            info!(namespace = %key.namespace, workload = %key.name, kind = %key.kind,
+                  "the answer to the write of {key} was lost ({error}); read back, the workload carries it: written");
+            Ok(generation)
+        }
+        Ok(None) => Err(error),
+        Err(read) => {
+            debug!(workload = %key, "the answer to the write was lost and the workload could not be read: {read}");
+            Err(error)
+        }
+    }
 }
 
 /// Reports what the write did: metrics, the budget's slot, `ReloadFail` or `Reloaded` Events, alerts and log

@@ -3,6 +3,7 @@
 //! line there).
 
 pub mod configured;
+mod confirm;
 mod cronjob;
 pub mod custom;
 mod daemonset;
@@ -22,6 +23,7 @@ mod write;
 
 use std::{collections::BTreeMap, fmt};
 
+pub use confirm::landed;
 pub use cronjob::{CronJobReload, spawns_nothing};
 pub use job::Resumed;
 pub use lean::Lean;

@@ -1,6 +1,8 @@
 //! A plain-HTTP proxy between one controller and the test cluster's API server: it forwards every request with
 //! the admin credentials and, once armed, loses the answer to chosen writes — the API server applies them, the
 //! controller gets a 504 instead (a connection dropped after the write was committed, a timed-out load balancer).
+//! It can also hold a lost answer until the test releases it (to change something in between), and fail the
+//! controller's reads of the same object (so a read-back cannot tell it the write landed).
 
 use std::{
     net::SocketAddr,
@@ -26,6 +28,11 @@ struct ProxyState {
     path_suffix: String,
     to_lose: AtomicUsize,
     lost: AtomicUsize,
+    /// GETs of the same path answered 503 (not forwarded) while above zero.
+    reads_to_fail: AtomicUsize,
+    /// Whether a lost answer waits for [`LosingProxy::release`] before it is answered.
+    hold: std::sync::atomic::AtomicBool,
+    release: tokio::sync::Notify,
 }
 
 impl LosingProxy {
@@ -38,6 +45,9 @@ impl LosingProxy {
             path_suffix: path_suffix.to_owned(),
             to_lose: AtomicUsize::new(0),
             lost: AtomicUsize::new(0),
+            reads_to_fail: AtomicUsize::new(0),
+            hold: std::sync::atomic::AtomicBool::new(false),
+            release: tokio::sync::Notify::new(),
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
         let addr: SocketAddr = listener.local_addr().expect("proxy address");
@@ -65,7 +75,22 @@ impl LosingProxy {
         self.state.to_lose.store(count, Ordering::SeqCst);
     }
 
-    /// Answers lost so far.
+    /// Holds each lost answer (the write applied) until [`Self::release`].
+    pub fn hold_answers(&self) {
+        self.state.hold.store(true, Ordering::SeqCst);
+    }
+
+    /// Lets a held answer go (its 504).
+    pub fn release(&self) {
+        self.state.release.notify_one();
+    }
+
+    /// Answers the next `count` GETs of the path 503, without forwarding them.
+    pub fn fail_reads(&self, count: usize) {
+        self.state.reads_to_fail.store(count, Ordering::SeqCst);
+    }
+
+    /// Answers lost so far (counted when the write was applied, before a held answer is released).
     pub fn lost(&self) -> usize {
         self.state.lost.load(Ordering::SeqCst)
     }
@@ -94,6 +119,12 @@ async fn forward(State(state): State<Arc<ProxyState>>, request: axum::extract::R
     let lose = parts.method == http::Method::PATCH
         && parts.uri.path().ends_with(&state.path_suffix)
         && state.to_lose.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok();
+    let fail_read = parts.method == http::Method::GET
+        && parts.uri.path().ends_with(&state.path_suffix)
+        && state.reads_to_fail.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok();
+    if fail_read {
+        return status(503, "the test proxy failed this read");
+    }
     let answer = match state.client.send(outgoing).await {
         Ok(answer) => answer,
         Err(e) => return status(502, &format!("proxy: {e}")),
@@ -103,6 +134,9 @@ async fn forward(State(state): State<Arc<ProxyState>>, request: axum::extract::R
         let (_, body) = answer.into_parts();
         let _ = axum::body::to_bytes(Body::new(body), usize::MAX).await;
         state.lost.fetch_add(1, Ordering::SeqCst);
+        if state.hold.load(Ordering::SeqCst) {
+            state.release.notified().await;
+        }
         return status(504, "the test proxy lost the API server's answer");
     }
     let (mut parts, body) = answer.into_parts();
