@@ -83,6 +83,13 @@ async fn a_kruise_cloneset_reloads_with_env_vars_and_with_the_restart_strategy()
     assert!(ok && out.contains("auto: referenced via envFrom"), "{out}{err}");
     let (ok, out, err) = explain_with(&ns, &flags, "clonesets.apps.kruise.io/web", &[]);
     assert!(ok && out.contains("auto: referenced via envFrom"), "{out}{err}");
+    // Without the flag (issue 40): discovery finds the kind and names it by its preset, as the controller would.
+    for target in ["cloneset/web", "clonesets.apps.kruise.io/web"] {
+        let (ok, out, err) = explain_with(&ns, &[], target, &[]);
+        assert!(ok && out.contains("auto: referenced via envFrom"), "{target}: {out}{err}");
+    }
+    let (ok, out, err) = explain_with(&ns, &[], "widget/web", &[]);
+    assert!(!ok && err.contains("is not <kind>/<name>"), "a kind no API serves: {out}{err}");
 }
 
 #[tokio::test]

@@ -22,7 +22,20 @@ pub enum Failure {
 
 /// Answers `explain` as `args` ask.
 pub async fn answer(args: &ExplainArgs, settings: &Settings) -> Result<String, Failure> {
-    let target = parse_target(&args.target).map_err(|e| Failure::Usage(e.to_string()))?;
+    let (target, connected) = match parse_target(&args.target) {
+        Ok(target) => (target, None),
+        // A kind the flags did not configure: found by discovery, as the controller's flag would name it.
+        Err(unknown) => {
+            let usage = || Failure::Usage(unknown.to_string());
+            let kind = args.target.split_once('/').filter(|(k, n)| !k.is_empty() && !n.is_empty()).ok_or_else(usage)?.0;
+            let (client, namespace) = connect(args).await.map_err(Failure::Cluster)?;
+            let found = super::discover::configure_kind_named(&client, kind)
+                .await
+                .map_err(|e| Failure::Cluster(format!("discovering the kind {kind:?}: {e}")))?;
+            let target = if found { parse_target(&args.target).map_err(|_| usage())? } else { return Err(usage()) };
+            (target, Some((client, namespace)))
+        }
+    };
     let new_content = match &target {
         _ if !args.previews() => None,
         Target::Config(ConfigKind::ConfigMap | ConfigKind::Secret, _) => Some(
@@ -34,7 +47,10 @@ pub async fn answer(args: &ExplainArgs, settings: &Settings) -> Result<String, F
             ));
         }
     };
-    let (client, context_namespace) = connect(args).await.map_err(Failure::Cluster)?;
+    let (client, context_namespace) = match connected {
+        Some(connected) => connected,
+        None => connect(args).await.map_err(Failure::Cluster)?,
+    };
     let namespace = args.namespace.clone().unwrap_or(context_namespace);
     let mut settings = settings.clone();
     settings.load_hash_key(&client).await.map_err(|e| Failure::Cluster(e.to_string()))?;

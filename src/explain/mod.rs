@@ -24,6 +24,7 @@ use crate::{
 };
 
 pub mod cli;
+mod discover;
 pub mod preview;
 pub mod read;
 pub mod reverse;
@@ -33,7 +34,7 @@ pub mod reverse;
 pub enum ExplainError {
     /// The argument is not `<kind>/<name>` with a known kind.
     #[error(
-        "{0:?} is not <kind>/<name>; kinds: deployment, statefulset, daemonset, cronjob, job, rollout, deploymentconfig, configmap, secret, secretproviderclass"
+        "{0:?} is not <kind>/<name>; kinds: deployment, statefulset, daemonset, cronjob, job, rollout, deploymentconfig, configmap, secret, secretproviderclass, or a workload kind the cluster serves (cloneset, …)"
     )]
     Target(String),
     /// Reading from the cluster failed.
