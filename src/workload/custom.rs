@@ -12,7 +12,7 @@ use kube::{
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::{WorkloadKey, WorkloadWrite};
+use super::{WorkloadKey, WorkloadWrite, rollout::RolloutStatus};
 use crate::constants::annotation::RESTARTED_AT;
 
 /// `spec` of a custom workload: only what reloads need.
@@ -25,45 +25,6 @@ pub struct TemplateSpec {
     /// Desired replicas (the restart budget compares the status with it).
     #[serde(default)]
     pub replicas: Option<i32>,
-}
-
-/// `status` of a custom workload: only what tells whether a rollout is complete (the restart budget, the health
-/// gate). Argo Rollouts write `observedGeneration` as a string, DeploymentConfigs as a number.
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RolloutStatus {
-    /// Argo: `Healthy`, `Progressing`, `Paused`, `Degraded`.
-    #[serde(default)]
-    pub phase: Option<String>,
-    /// The generation the workload's controller has acted on.
-    #[serde(default)]
-    pub observed_generation: Option<Value>,
-    /// Pods.
-    #[serde(default)]
-    pub replicas: Option<i32>,
-    /// Pods of the current template.
-    #[serde(default)]
-    pub updated_replicas: Option<i32>,
-    /// Available pods.
-    #[serde(default)]
-    pub available_replicas: Option<i32>,
-    /// Conditions (type, status, reason only).
-    #[serde(default)]
-    pub conditions: Vec<StatusCondition>,
-}
-
-/// One status condition.
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct StatusCondition {
-    /// `Progressing`, `Available`, …
-    #[serde(rename = "type", default)]
-    pub type_: String,
-    /// `True`, `False`, `Unknown`.
-    #[serde(default)]
-    pub status: String,
-    /// Why.
-    #[serde(default)]
-    pub reason: Option<String>,
 }
 
 /// Declares a slim namespaced custom workload type.
