@@ -12,7 +12,11 @@ use kube::{
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::{WorkloadKey, WorkloadWrite, rollout::RolloutStatus};
+use super::{
+    WorkloadKey,
+    patch::{WorkloadWrite, WriteStyle, metadata_fragment, patch_for_generation},
+    rollout::RolloutStatus,
+};
 use crate::constants::annotation::RESTARTED_AT;
 
 /// `spec` of a custom workload: only what reloads need.
@@ -69,7 +73,7 @@ pub(super) async fn write<K: super::WorkloadObject>(
     let resource = ApiResource::from_gvk_with_plural(&gvk, &K::plural(&()));
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &key.namespace, &resource);
     let mut body = json!({});
-    if let Some(metadata) = super::write::metadata_fragment(w) {
+    if let Some(metadata) = metadata_fragment(w) {
         body["metadata"] = metadata;
     }
     if !w.changes.is_empty() {
@@ -96,7 +100,7 @@ pub(super) async fn write<K: super::WorkloadObject>(
         return Ok(None);
     }
     let url = <DynamicObject as kube::Resource>::url_path(&resource, Some(&key.namespace));
-    super::write::patch_for_generation(client, &url, &key.name, &Patch::Merge(&body)).await
+    patch_for_generation(client, &url, &key.name, &Patch::Merge(&body)).await
 }
 
 /// Puts `value` at the JSON `pointer` (`/spec/template`) of `body`, creating the objects on the way.
@@ -124,7 +128,7 @@ fn rename_revision(template: &mut Value, service: &str, w: &WorkloadWrite<'_>) {
 
 impl super::WorkloadObject for Rollout {
     const KIND: super::WorkloadKind = super::WorkloadKind::Rollout;
-    const WRITE: super::WriteStyle = super::WriteStyle::MergePatch { restart_at: true };
+    const WRITE: WriteStyle = WriteStyle::MergePatch { restart_at: true };
     type Spec = TemplateSpec;
     type Status = RolloutStatus;
 
@@ -143,7 +147,7 @@ impl super::WorkloadObject for Rollout {
 
 impl super::WorkloadObject for DeploymentConfig {
     const KIND: super::WorkloadKind = super::WorkloadKind::DeploymentConfig;
-    const WRITE: super::WriteStyle = super::WriteStyle::MergePatch { restart_at: false };
+    const WRITE: WriteStyle = WriteStyle::MergePatch { restart_at: false };
     type Spec = TemplateSpec;
     type Status = RolloutStatus;
 

@@ -14,15 +14,15 @@ use kube::{
 use serde_json::Value;
 
 use super::{
-    WorkloadKey, WorkloadKind, WorkloadObject, WorkloadWrite,
+    WorkloadKey, WorkloadKind, WorkloadObject,
     owed_jobs::{CreateRefusal, Dropped, JobUnderName, OwedJob, OwedJobs, Settled, create_refusal, settle},
-    write::{get_json, json_api, patch_metadata},
+    patch::{WorkloadWrite, WriteStyle, get_json, json_api, patch_metadata},
 };
 use crate::{constants::annotation::APPLIED_HASHES, strategy::apply_to_template_json};
 
 impl WorkloadObject for Job {
     const KIND: WorkloadKind = WorkloadKind::Job;
-    const WRITE: super::WriteStyle = super::WriteStyle::Recreate;
+    const WRITE: WriteStyle = WriteStyle::Recreate;
     type Spec = k8s_openapi::api::batch::v1::JobSpec;
     type Status = k8s_openapi::api::batch::v1::JobStatus;
 

@@ -12,6 +12,7 @@ pub mod kinds;
 mod lean;
 mod list;
 mod owed_jobs;
+mod patch;
 mod pods;
 mod record;
 pub mod rollout;
@@ -22,16 +23,17 @@ mod write;
 
 use std::{collections::BTreeMap, fmt};
 
-pub use cronjob::{CronJobReload, spawns_nothing};
+pub use cronjob::spawns_nothing;
 pub use job::Resumed;
 pub use lean::Lean;
 pub use list::list_summaries;
 pub use owed_jobs::{CreateRefusal, Dropped, OwedJobs, create_refusal};
+pub use patch::{CronJobReload, WorkloadWrite, WriteStyle};
 pub use pods::{
     PodReferences, PodTarget, clear_pod_restart, is_owned, pod_owners, pod_target, pod_uses, record_pod_count,
 };
 pub use record::HashRecord;
-pub use write::{WorkloadWrite, WriteStyle, resume, write};
+pub use write::{resume, write};
 
 pub use crate::keys::{RolloutState, WorkloadKey, WorkloadKind};
 
