@@ -101,11 +101,12 @@ pub enum Resumed {
     Dropped(Dropped),
 }
 
-/// Settles what is owed for `key` against the Job now under its name ([`settle`]): creates the recorded Job
+/// Settles what an earlier write left owed for a workload — a Job deleted for a reload and maybe not created again
+/// (`super::owed_jobs`) — against the Job now under its name (`owed_jobs::settle`): creates the recorded Job
 /// when it is gone and the entry within its lifetime, drops the entry when the recreation happened, the old Job
 /// was never deleted, the entry is past its lifetime or the namespace is gone. A create refused otherwise (a
 /// quota, a webhook) is returned, and the entry kept for the work queue's next attempt.
-pub(super) async fn resume(client: &Client, key: &WorkloadKey, store: &OwedJobs) -> Result<Resumed, kube::Error> {
+pub async fn resume(client: &Client, key: &WorkloadKey, store: &OwedJobs) -> Result<Resumed, kube::Error> {
     if !store.may_owe(key) {
         return Ok(Resumed::Nothing);
     }

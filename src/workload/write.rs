@@ -1,19 +1,20 @@
-//! Writing a reload into a workload: the kind's type found through the kind table, then the write its
-//! [`WriteStyle`] names — one strategic merge patch for kinds with a mutable pod template, the kind's own write for
-//! the others. What a write is and the pieces the writes share are in `patch.rs`, below the kind files.
+//! Writing a reload into a workload: the kind's type found through the kind table, which writes it the way its kind
+//! is written (`kinds::write`: one strategic merge patch for kinds with a mutable pod template, the kind's own write
+//! for the others). On top of the folder: it reaches a kind only through the table. What a write is and the pieces
+//! the writes share are in `patch.rs`, below the kind files.
 
 use futures::future::BoxFuture;
 use kube::Client;
 
 use super::{
-    WorkloadKey, WorkloadObject, cronjob, custom, job,
+    WorkloadKey, WorkloadObject,
     kinds::{self, KindVisitor},
-    patch::{WorkloadWrite, WriteStyle, template_patch},
+    patch::WorkloadWrite,
 };
 
-/// Writes a reload the way its kind is written ([`WriteStyle`]). Returns the workload's `metadata.generation`
-/// after the write when its response says (kinds whose rollouts are tracked): equal to the one before, the
-/// template did not change.
+/// Writes a reload the way its kind is written ([`WorkloadObject::WRITE`]). Returns the workload's
+/// `metadata.generation` after the write when its response says (kinds whose rollouts are tracked): equal to the one
+/// before, the template did not change.
 pub async fn write(client: &Client, key: &WorkloadKey, w: &WorkloadWrite<'_>) -> Result<Option<i64>, kube::Error> {
     kinds::visit(key.kind, Write { client, key, w }).await
 }
@@ -30,25 +31,8 @@ impl<'a, 'w> KindVisitor for Write<'a, 'w> {
 
     fn visit<K: WorkloadObject>(self) -> Self::Output {
         let Self { client, key, w } = self;
-        Box::pin(async move {
-            match K::WRITE {
-                WriteStyle::TemplatePatch => template_patch::<K>(client, key, w).await,
-                WriteStyle::SpawnJob => cronjob::write(client, key, w).await.map(|()| None),
-                WriteStyle::Recreate => job::write(client, key, w).await.map(|()| None),
-                WriteStyle::MergePatch { restart_at } => custom::write::<K>(client, key, w, restart_at).await,
-            }
-        })
+        Box::pin(async move { kinds::write::<K>(client, key, w).await })
     }
-}
-
-/// Settles what an earlier write left owed for a workload: a Job deleted for a reload and maybe not created
-/// again (`super::owed_jobs`), created or dropped by what is under its name now.
-pub async fn resume(
-    client: &Client,
-    key: &WorkloadKey,
-    owed_jobs: &super::OwedJobs,
-) -> Result<super::Resumed, kube::Error> {
-    job::resume(client, key, owed_jobs).await
 }
 
 #[cfg(test)]
