@@ -12,7 +12,7 @@ use k8s_openapi::{
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
-use super::{RolloutState, WorkloadKind, WorkloadObject, WriteStyle};
+use super::{RolloutState, WorkloadKind, WorkloadObject, patch::WriteStyle};
 use crate::configured_kinds::{self, ConfiguredKind, StatusRule};
 
 /// A workload of the configured kind in slot `SLOT`.

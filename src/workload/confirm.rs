@@ -7,8 +7,9 @@ use futures::future::BoxFuture;
 use kube::{Client, api::GetParams};
 
 use super::{
-    WorkloadKey, WorkloadObject, WorkloadWrite, WriteStyle,
+    WorkloadKey, WorkloadObject,
     kinds::{self, KindVisitor},
+    patch::{WorkloadWrite, WriteStyle},
 };
 use crate::constants::annotation::{APPLIED_HASHES, RESTART_PODS_CREATED_BEFORE};
 

@@ -3,7 +3,7 @@
 //! then recorded in the CronJob's metadata so a restart does not spawn again. The CronJob is read and the Job
 //! built as JSON, so job-template fields newer than this binary's API types are kept. With
 //! `reloader.stakater.com/cronjob-reload: patch` (ours, issue 29) the job template is patched instead and nothing
-//! runs until the next scheduled run.
+//! runs until the next scheduled run (the mode, [`CronJobReload`], is read in `patch.rs`: the write carries it).
 
 use k8s_openapi::api::{
     batch::v1::{CronJob, Job},
@@ -17,22 +17,21 @@ use kube::{
 use serde_json::{Value, json};
 
 use super::{
-    WorkloadKey, WorkloadKind, WorkloadObject, WorkloadWrite,
-    write::{get_json, json_api, patch_metadata, strategic_patch, template_patch_body},
+    WorkloadKey, WorkloadKind, WorkloadObject,
+    patch::{
+        CronJobReload, WorkloadWrite, WriteStyle, get_json, json_api, patch_metadata, strategic_patch,
+        template_patch_body,
+    },
 };
 use crate::{
-    constants::{
-        CRONJOB_INSTANTIATE,
-        annotation::{APPLIED_HASHES, CRONJOB_RELOAD},
-    },
+    constants::{CRONJOB_INSTANTIATE, annotation::APPLIED_HASHES},
     hash::ContentHash,
     strategy::apply_to_template_json,
-    values::WorkloadProblem,
 };
 
 impl WorkloadObject for CronJob {
     const KIND: WorkloadKind = WorkloadKind::CronJob;
-    const WRITE: super::WriteStyle = super::WriteStyle::SpawnJob;
+    const WRITE: WriteStyle = WriteStyle::SpawnJob;
     type Spec = k8s_openapi::api::batch::v1::CronJobSpec;
     type Status = k8s_openapi::api::batch::v1::CronJobStatus;
 
@@ -47,49 +46,6 @@ impl WorkloadObject for CronJob {
     /// `spec.suspend`: a suspended CronJob spawns no Job for a reload ([`spawns_nothing`]).
     fn paused(&self) -> bool {
         self.spec.as_ref().and_then(|s| s.suspend).unwrap_or(false)
-    }
-}
-
-/// How a change reloads a CronJob: `reloader.stakater.com/cronjob-reload` on its metadata (issue 29, upstream
-/// stakater/Reloader#1100: a Job spawned at an unscheduled moment is not always wanted).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum CronJobReload {
-    /// Upstream's: a Job from the job template, now.
-    #[default]
-    Spawn,
-    /// The job template only, as a Deployment's pod template: the next scheduled run uses the new content.
-    Patch,
-}
-
-impl CronJobReload {
-    /// The annotation's value for it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Spawn => "spawn",
-            Self::Patch => "patch",
-        }
-    }
-
-    /// The mode the annotation's `value` asks for on a workload of `kind`, and what is wrong with it: an unknown
-    /// value keeps upstream's `spawn`; on another kind it means nothing.
-    pub fn from_annotation(kind: WorkloadKind, value: Option<&str>) -> (Self, Option<WorkloadProblem>) {
-        let Some(value) = value else { return (Self::Spawn, None) };
-        let problem = |message: String| {
-            Some(WorkloadProblem { key: CRONJOB_RELOAD.to_owned(), value: value.to_owned(), message })
-        };
-        match value {
-            _ if kind != WorkloadKind::CronJob => {
-                (Self::Spawn, problem(format!("Annotation '{CRONJOB_RELOAD}' only applicable for cronjobs")))
-            }
-            "spawn" => (Self::Spawn, None),
-            "patch" => (Self::Patch, None),
-            _ => (
-                Self::Spawn,
-                problem(format!(
-                    "annotation {CRONJOB_RELOAD:?}: {value:?} is not a CronJob reload (spawn, patch); a Job is spawned"
-                )),
-            ),
-        }
     }
 }
 

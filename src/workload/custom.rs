@@ -12,7 +12,11 @@ use kube::{
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::{WorkloadKey, WorkloadWrite};
+use super::{
+    WorkloadKey,
+    patch::{WorkloadWrite, WriteStyle, metadata_fragment, patch_for_generation},
+    rollout::RolloutStatus,
+};
 use crate::constants::annotation::RESTARTED_AT;
 
 /// `spec` of a custom workload: only what reloads need.
@@ -25,45 +29,6 @@ pub struct TemplateSpec {
     /// Desired replicas (the restart budget compares the status with it).
     #[serde(default)]
     pub replicas: Option<i32>,
-}
-
-/// `status` of a custom workload: only what tells whether a rollout is complete (the restart budget, the health
-/// gate). Argo Rollouts write `observedGeneration` as a string, DeploymentConfigs as a number.
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RolloutStatus {
-    /// Argo: `Healthy`, `Progressing`, `Paused`, `Degraded`.
-    #[serde(default)]
-    pub phase: Option<String>,
-    /// The generation the workload's controller has acted on.
-    #[serde(default)]
-    pub observed_generation: Option<Value>,
-    /// Pods.
-    #[serde(default)]
-    pub replicas: Option<i32>,
-    /// Pods of the current template.
-    #[serde(default)]
-    pub updated_replicas: Option<i32>,
-    /// Available pods.
-    #[serde(default)]
-    pub available_replicas: Option<i32>,
-    /// Conditions (type, status, reason only).
-    #[serde(default)]
-    pub conditions: Vec<StatusCondition>,
-}
-
-/// One status condition.
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct StatusCondition {
-    /// `Progressing`, `Available`, …
-    #[serde(rename = "type", default)]
-    pub type_: String,
-    /// `True`, `False`, `Unknown`.
-    #[serde(default)]
-    pub status: String,
-    /// Why.
-    #[serde(default)]
-    pub reason: Option<String>,
 }
 
 /// Declares a slim namespaced custom workload type.
@@ -108,7 +73,7 @@ pub(super) async fn write<K: super::WorkloadObject>(
     let resource = ApiResource::from_gvk_with_plural(&gvk, &K::plural(&()));
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &key.namespace, &resource);
     let mut body = json!({});
-    if let Some(metadata) = super::write::metadata_fragment(w) {
+    if let Some(metadata) = metadata_fragment(w) {
         body["metadata"] = metadata;
     }
     if !w.changes.is_empty() {
@@ -135,7 +100,7 @@ pub(super) async fn write<K: super::WorkloadObject>(
         return Ok(None);
     }
     let url = <DynamicObject as kube::Resource>::url_path(&resource, Some(&key.namespace));
-    super::write::patch_for_generation(client, &url, &key.name, &Patch::Merge(&body)).await
+    patch_for_generation(client, &url, &key.name, &Patch::Merge(&body)).await
 }
 
 /// Puts `value` at the JSON `pointer` (`/spec/template`) of `body`, creating the objects on the way.
@@ -163,7 +128,7 @@ fn rename_revision(template: &mut Value, service: &str, w: &WorkloadWrite<'_>) {
 
 impl super::WorkloadObject for Rollout {
     const KIND: super::WorkloadKind = super::WorkloadKind::Rollout;
-    const WRITE: super::WriteStyle = super::WriteStyle::MergePatch { restart_at: true };
+    const WRITE: WriteStyle = WriteStyle::MergePatch { restart_at: true };
     type Spec = TemplateSpec;
     type Status = RolloutStatus;
 
@@ -182,7 +147,7 @@ impl super::WorkloadObject for Rollout {
 
 impl super::WorkloadObject for DeploymentConfig {
     const KIND: super::WorkloadKind = super::WorkloadKind::DeploymentConfig;
-    const WRITE: super::WriteStyle = super::WriteStyle::MergePatch { restart_at: false };
+    const WRITE: WriteStyle = WriteStyle::MergePatch { restart_at: false };
     type Spec = TemplateSpec;
     type Status = RolloutStatus;
 

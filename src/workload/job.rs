@@ -14,15 +14,15 @@ use kube::{
 use serde_json::Value;
 
 use super::{
-    WorkloadKey, WorkloadKind, WorkloadObject, WorkloadWrite,
+    WorkloadKey, WorkloadKind, WorkloadObject,
     owed_jobs::{CreateRefusal, Dropped, JobUnderName, OwedJob, OwedJobs, Settled, create_refusal, settle},
-    write::{get_json, json_api, patch_metadata},
+    patch::{WorkloadWrite, WriteStyle, get_json, json_api, patch_metadata},
 };
 use crate::{constants::annotation::APPLIED_HASHES, strategy::apply_to_template_json};
 
 impl WorkloadObject for Job {
     const KIND: WorkloadKind = WorkloadKind::Job;
-    const WRITE: super::WriteStyle = super::WriteStyle::Recreate;
+    const WRITE: WriteStyle = WriteStyle::Recreate;
     type Spec = k8s_openapi::api::batch::v1::JobSpec;
     type Status = k8s_openapi::api::batch::v1::JobStatus;
 
@@ -101,11 +101,12 @@ pub enum Resumed {
     Dropped(Dropped),
 }
 
-/// Settles what is owed for `key` against the Job now under its name ([`settle`]): creates the recorded Job
+/// Settles what an earlier write left owed for a workload — a Job deleted for a reload and maybe not created again
+/// (`super::owed_jobs`) — against the Job now under its name (`owed_jobs::settle`): creates the recorded Job
 /// when it is gone and the entry within its lifetime, drops the entry when the recreation happened, the old Job
 /// was never deleted, the entry is past its lifetime or the namespace is gone. A create refused otherwise (a
 /// quota, a webhook) is returned, and the entry kept for the work queue's next attempt.
-pub(super) async fn resume(client: &Client, key: &WorkloadKey, store: &OwedJobs) -> Result<Resumed, kube::Error> {
+pub async fn resume(client: &Client, key: &WorkloadKey, store: &OwedJobs) -> Result<Resumed, kube::Error> {
     if !store.may_owe(key) {
         return Ok(Resumed::Nothing);
     }

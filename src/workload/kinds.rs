@@ -1,18 +1,25 @@
-//! The kind table: the one place a [`WorkloadKind`] names the Rust type that reads and writes it. Code that needs a
-//! kind's type — to watch, list, read or write it — implements [`KindVisitor`] and calls [`visit`], instead of a
-//! `match` of its own. Adding a kind is its file (implementing [`WorkloadObject`]), its facts in
-//! [`WorkloadKind`] (`keys.rs`: its names, API version and resource) and one line here. Kinds added by
-//! `--workload-kind` need none of that: each takes a slot of [`Configured`].
+//! The kind table: the one place a [`WorkloadKind`] names the Rust type that reads and writes it, and a type's
+//! [`WriteStyle`] the write that does it (`write`). Code that needs a kind's type — to watch, list, read or write
+//! it — implements [`KindVisitor`] and calls [`visit`], instead of a `match` of its own. Adding a kind is its file
+//! (implementing [`WorkloadObject`]), its facts in [`WorkloadKind`] (`keys.rs`: its names, API version and resource)
+//! and one line here. Kinds added by `--workload-kind` need none of that: each takes a slot of [`Configured`].
+//! It sits above the kind files (which depend only on the files below them: `patch.rs`, `rollout.rs`,
+//! `owed_jobs.rs`); the writer (`write.rs`), the pod restarts (`pods.rs`) and the lists (`list.rs`) reach a kind
+//! only through it.
 
 use k8s_openapi::api::{
     apps::v1::{DaemonSet, Deployment, StatefulSet},
     batch::v1::{CronJob, Job},
 };
+use kube::Client;
 
 use super::{
-    WorkloadKind, WorkloadObject,
+    WorkloadKey, WorkloadKind, WorkloadObject,
     configured::Configured,
-    custom::{DeploymentConfig, Rollout},
+    cronjob,
+    custom::{self, DeploymentConfig, Rollout},
+    job,
+    patch::{WorkloadWrite, WriteStyle, template_patch},
 };
 
 /// Something done with a workload kind's type.
@@ -42,6 +49,22 @@ pub fn visit<V: KindVisitor>(kind: WorkloadKind, visitor: V) -> V::Output {
         WorkloadKind::Configured(6) => visitor.visit::<Configured<6>>(),
         // configured_kinds::MAX is 8: registration refuses more, so no slot beyond 7 exists.
         WorkloadKind::Configured(_) => visitor.visit::<Configured<7>>(),
+    }
+}
+
+/// Writes a reload into a `K` the way its kind is written ([`WorkloadObject::WRITE`]): one strategic merge patch of
+/// its template, its kind's own write otherwise. Returns the workload's `metadata.generation` after the write when
+/// its response says (`super::write`).
+pub(super) async fn write<K: WorkloadObject>(
+    client: &Client,
+    key: &WorkloadKey,
+    w: &WorkloadWrite<'_>,
+) -> Result<Option<i64>, kube::Error> {
+    match K::WRITE {
+        WriteStyle::TemplatePatch => template_patch::<K>(client, key, w).await,
+        WriteStyle::SpawnJob => cronjob::write(client, key, w).await.map(|()| None),
+        WriteStyle::Recreate => job::write(client, key, w).await.map(|()| None),
+        WriteStyle::MergePatch { restart_at } => custom::write::<K>(client, key, w, restart_at).await,
     }
 }
 

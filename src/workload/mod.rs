@@ -1,6 +1,9 @@
 //! The workload kinds that get reloaded. Each kind lives in its own file and implements [`WorkloadObject`];
-//! [`kinds`] is the one table from a kind to its type (adding a kind: its file, its facts in [`WorkloadKind`], one
-//! line there).
+//! [`kinds`] is the one table from a kind to its type and to how it is written (adding a kind: its file, its facts
+//! in [`WorkloadKind`], one line there). The files are layered, no file needing one above it: `patch.rs` (what a
+//! write is, the patch bodies and requests the writes share), [`rollout`] (whether a rollout is complete) and
+//! `owed_jobs.rs` at the bottom; the kind files on them; [`kinds`] above the kind files; `write.rs`, `confirm.rs`,
+//! `pods.rs` and `list.rs` on top, reaching a kind only through [`kinds`].
 
 pub mod configured;
 mod confirm;
@@ -13,6 +16,7 @@ pub mod kinds;
 mod lean;
 mod list;
 mod owed_jobs;
+mod patch;
 mod pods;
 mod record;
 pub mod rollout;
@@ -24,16 +28,17 @@ mod write;
 use std::{collections::BTreeMap, fmt};
 
 pub use confirm::landed;
-pub use cronjob::{CronJobReload, spawns_nothing};
-pub use job::Resumed;
+pub use cronjob::spawns_nothing;
+pub use job::{Resumed, resume};
 pub use lean::Lean;
 pub use list::list_summaries;
 pub use owed_jobs::{CreateRefusal, Dropped, OwedJobs, create_refusal};
+pub use patch::{CronJobReload, WorkloadWrite, WriteStyle};
 pub use pods::{
     PodReferences, PodTarget, clear_pod_restart, is_owned, pod_owners, pod_target, pod_uses, record_pod_count,
 };
 pub use record::HashRecord;
-pub use write::{WorkloadWrite, WriteStyle, resume, write};
+pub use write::write;
 
 pub use crate::keys::{RolloutState, WorkloadKey, WorkloadKind};
 

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use super::{
     WorkloadKey, WorkloadObject,
     kinds::{self, KindVisitor},
-    write::{get_json, patch_for_generation},
+    patch::{get_json, patch_for_generation},
 };
 use crate::constants::annotation::RESTART_PODS_CREATED_BEFORE;
 

@@ -1,7 +1,50 @@
 //! Whether a workload's rollout is complete, from its status (issue 17's restart budget): the controller counts a
-//! rollout it started as in flight until its workload says so.
+//! rollout it started as in flight until its workload says so. Pure rules, one per kind, and the slim status the
+//! kinds served by custom resources are read into ([`RolloutStatus`]); below the kind files, it names none of them.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::{constants::ON_DELETE, keys::RolloutState};
+
+/// `status` of a custom workload: only what tells whether a rollout is complete (the restart budget, the health
+/// gate). Argo Rollouts write `observedGeneration` as a string, DeploymentConfigs as a number.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RolloutStatus {
+    /// Argo: `Healthy`, `Progressing`, `Paused`, `Degraded`.
+    #[serde(default)]
+    pub phase: Option<String>,
+    /// The generation the workload's controller has acted on.
+    #[serde(default)]
+    pub observed_generation: Option<Value>,
+    /// Pods.
+    #[serde(default)]
+    pub replicas: Option<i32>,
+    /// Pods of the current template.
+    #[serde(default)]
+    pub updated_replicas: Option<i32>,
+    /// Available pods.
+    #[serde(default)]
+    pub available_replicas: Option<i32>,
+    /// Conditions (type, status, reason only).
+    #[serde(default)]
+    pub conditions: Vec<StatusCondition>,
+}
+
+/// One status condition.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+pub struct StatusCondition {
+    /// `Progressing`, `Available`, …
+    #[serde(rename = "type", default)]
+    pub type_: String,
+    /// `True`, `False`, `Unknown`.
+    #[serde(default)]
+    pub status: String,
+    /// Why.
+    #[serde(default)]
+    pub reason: Option<String>,
+}
 
 /// A Deployment: `observedGeneration ≥ generation`, and `updatedReplicas`, `availableReplicas` and `replicas`
 /// all equal the desired count (old replicas gone). (Paused by a user: `super::summarise`.)
@@ -53,7 +96,7 @@ pub fn daemonset(d: &k8s_openapi::api::apps::v1::DaemonSet) -> RolloutState {
 /// An Argo Rollout: `Degraded` (its progress deadline passed, or it was aborted) failed; `Healthy` with
 /// `observedGeneration` (a string) equal to the generation complete; anything else (`Progressing`, `Paused` at
 /// a canary step) in progress.
-pub fn argo_rollout(generation: Option<i64>, status: Option<&super::custom::RolloutStatus>) -> RolloutState {
+pub fn argo_rollout(generation: Option<i64>, status: Option<&RolloutStatus>) -> RolloutState {
     let Some(status) = status else { return RolloutState::InProgress };
     let observed = match &status.observed_generation {
         Some(serde_json::Value::String(s)) => s.parse::<i64>().ok(),
@@ -69,11 +112,7 @@ pub fn argo_rollout(generation: Option<i64>, status: Option<&super::custom::Roll
 
 /// An OpenShift DeploymentConfig: as a Deployment — `ProgressDeadlineExceeded` failed; observed, and every
 /// replica updated and available, complete.
-pub fn deployment_config(
-    generation: Option<i64>,
-    desired: i32,
-    status: Option<&super::custom::RolloutStatus>,
-) -> RolloutState {
+pub fn deployment_config(generation: Option<i64>, desired: i32, status: Option<&RolloutStatus>) -> RolloutState {
     let Some(status) = status else { return RolloutState::InProgress };
     let observed = status.observed_generation.as_ref().and_then(serde_json::Value::as_i64);
     let deadline_exceeded = status.conditions.iter().any(|c| {
@@ -189,7 +228,6 @@ mod tests {
 
     #[test]
     fn argo_rollouts_and_deployment_configs_read_their_own_fields() {
-        use crate::workload::custom::RolloutStatus;
         let status = |v: serde_json::Value| serde_json::from_value::<RolloutStatus>(v).expect("status");
         let healthy = status(json!({"phase": "Healthy", "observedGeneration": "4"}));
         assert_eq!(argo_rollout(Some(4), Some(&healthy)), RolloutState::Complete);

@@ -1,6 +1,6 @@
 //! Shared fixtures for the workload writers' unit tests.
 
-use super::WorkloadWrite;
+use super::patch::WorkloadWrite;
 use crate::{
     hash::ContentHash,
     resource::ConfigKind,
