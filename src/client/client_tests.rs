@@ -118,3 +118,19 @@ fn server_errors_and_lost_connections_leave_a_write_unknown_verdicts_do_not() {
     let unbuilt = kube::Error::HttpError(http::Request::get("\u{7f}").body(()).expect_err("an invalid uri"));
     assert!(!super::outcome_unknown(&unbuilt));
 }
+
+/// Issue 38: waits on the API server's times follow its clock, learned from its answers' `Date` header.
+#[test]
+fn the_api_servers_clock_is_learned_from_the_date_header() {
+    let local = jiff::Timestamp::from_second(1_800_000_000).expect("a time");
+    let ahead = http::HeaderValue::from_static("Fri, 15 Jan 2027 09:00:00 GMT"); // local + 1 hour
+    super::server_clock::observe(&ahead, local);
+    let skew = super::server_clock::now().duration_since(jiff::Timestamp::now());
+    assert!((skew.as_secs() - 3600).abs() <= 1, "{skew:?}");
+    super::server_clock::observe(&http::HeaderValue::from_static("not a date"), local);
+    let kept = super::server_clock::now().duration_since(jiff::Timestamp::now());
+    assert!((kept.as_secs() - 3600).abs() <= 1, "an unreadable header changes nothing: {kept:?}");
+    let same = http::HeaderValue::from_static("Fri, 15 Jan 2027 08:00:00 GMT"); // local
+    super::server_clock::observe(&same, local);
+    assert!(super::server_clock::now().duration_since(jiff::Timestamp::now()).as_secs().abs() <= 1);
+}

@@ -147,13 +147,42 @@ where
                 // Until the response headers: a watch's long body is not its latency.
                 duration.with_label_values(&[method.as_str(), host.as_str()]).observe(started.elapsed().as_secs_f64());
                 let code = match &res {
-                    Ok(r) => r.status().as_u16().to_string(),
+                    Ok(r) => {
+                        if let Some(date) = r.headers().get(http::header::DATE) {
+                            server_clock::observe(date, jiff::Timestamp::now());
+                        }
+                        r.status().as_u16().to_string()
+                    }
                     Err(_) => "<error>".to_owned(),
                 };
                 counter.with_label_values(&[code.as_str(), method.as_str(), host.as_str()]).inc();
                 res
             })
             .boxed()
+    }
+}
+
+/// The API server's clock, as the `Date` header of its answers shows it, so that waits on times it stamped (a
+/// pod's `creationTimestamp` against a restart boundary) do not depend on this host's clock being right (issue 38).
+pub mod server_clock {
+    use std::sync::atomic::{AtomicI64, Ordering};
+
+    /// The API server's time minus this host's, in milliseconds, from the latest answer (0 before one).
+    static OFFSET_MS: AtomicI64 = AtomicI64::new(0);
+
+    /// Learns the offset from an answer's `Date` header received at `local` (this host's time). The header has
+    /// whole seconds, cut down: the estimate is up to a second behind the API server, so a wait for one of its
+    /// times ends up to a second late, never early.
+    pub fn observe(date: &http::HeaderValue, local: jiff::Timestamp) {
+        let Some(server) = date.to_str().ok().and_then(|d| jiff::fmt::rfc2822::parse(d).ok()) else { return };
+        let offset = server.timestamp().duration_since(local).as_millis();
+        OFFSET_MS.store(i64::try_from(offset).unwrap_or(0), Ordering::Relaxed);
+    }
+
+    /// The API server's time now, as last learned.
+    pub fn now() -> jiff::Timestamp {
+        let local = jiff::Timestamp::now();
+        local.checked_add(jiff::SignedDuration::from_millis(OFFSET_MS.load(Ordering::Relaxed))).unwrap_or(local)
     }
 }
 

@@ -133,7 +133,7 @@ impl Progress {
 
 /// After a reload wrote `boundary`: the first step once it has passed.
 pub(super) fn restart_after(ctx: &Context, key: &WorkloadKey, boundary: jiff::Timestamp) {
-    let wait = Duration::try_from(boundary.duration_since(jiff::Timestamp::now())).unwrap_or_default();
+    let wait = Duration::try_from(boundary.duration_since(crate::client::server_clock::now())).unwrap_or_default();
     ctx.queue.add_after(key.clone(), Instant::now(), wait.saturating_add(Duration::from_millis(100)));
 }
 
@@ -156,7 +156,9 @@ pub(super) async fn step(ctx: &Context, key: &WorkloadKey) -> Result<bool, Error
     let strategy = named.filter(|s| s.restarts_pods()).unwrap_or(ctx.settings.rollout_strategy);
     let strategy = if strategy == RolloutStrategy::DeletePods { strategy } else { RolloutStrategy::EvictPods };
     let error = |source| Error::PodRestart { workload: key.to_string(), source };
-    let now = jiff::Timestamp::now();
+    // The boundary is the API server's time (the change's), and so are the pods' creation times it is compared
+    // with: waited for by the API server's clock, not this host's.
+    let now = crate::client::server_clock::now();
     if now < boundary {
         restart_after(ctx, key, boundary);
         return Ok(false);
