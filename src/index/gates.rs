@@ -70,7 +70,10 @@ impl Index {
     pub fn rollouts_in_progress(&self) -> Vec<(WorkloadKey, i64)> {
         let rolling = self.workloads.iter().filter(|(_, s)| {
             // Untracked kinds and objects (CronJobs, OnDelete, paused by a user) are never `InProgress`.
-            s.summary.rollout == crate::workload::RolloutState::InProgress || s.summary.restart_pods_before.is_some()
+            // Template rollouts only when this controller wrote the spec last (issue 38: a user's deploy in progress
+            // at a start took a slot it never gave back before the deploy completed); pod restarts are always ours.
+            (s.summary.rollout == crate::workload::RolloutState::InProgress && s.summary.spec_written_last_by_us)
+                || s.summary.restart_pods_before.is_some()
         });
         let awaited = |s: &WorkloadState| match s.summary.restart_pods_before {
             Some(_) => i64::MAX,

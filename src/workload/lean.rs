@@ -5,13 +5,15 @@
 //! rest of a Deployment. k8s-openapi decodes them into `serde_json::Value` trees — an allocation per key — that
 //! nothing here reads, on every event (issue 15: workload events were a fifth of the controller's CPU at M1).
 //! [`Lean<K>`] decodes the same object with those records skipped unallocated; everything else is `K` as
-//! k8s-openapi (or `custom`) decodes it.
+//! k8s-openapi (or `custom`) decodes it. Of the records it keeps one fact: which managers wrote part of the `spec`
+//! and when ([`spec_writers`]), without their field sets — the restart budget counts at a start only the rollouts
+//! this controller started.
 
 use std::{borrow::Cow, collections::BTreeMap};
 
 use k8s_openapi::{
     NamespaceResourceScope,
-    apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time},
+    apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, ObjectMeta, OwnerReference, Time},
 };
 use kube::Resource;
 use serde::{Deserialize, Deserializer};
@@ -49,9 +51,43 @@ struct LeanMeta {
     name: Option<String>,
     namespace: Option<String>,
     owner_references: Option<Vec<OwnerReference>>,
+    managed_fields: Option<Vec<LeanManagedFields>>,
     resource_version: Option<String>,
     self_link: Option<String>,
     uid: Option<String>,
+}
+
+/// One `managedFields` entry: who, when, and whether its fields include part of the `spec` (the field set itself
+/// is skipped unallocated).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LeanManagedFields {
+    manager: Option<String>,
+    operation: Option<String>,
+    subresource: Option<String>,
+    time: Option<Time>,
+    #[serde(rename = "fieldsV1")]
+    fields: Option<TopFields>,
+}
+
+/// The top of a field set: only whether it has `f:spec`.
+#[derive(Deserialize)]
+struct TopFields {
+    #[serde(rename = "f:spec")]
+    spec: Option<serde::de::IgnoredAny>,
+}
+
+/// The entries of `managed_fields` that own part of the object's `spec` (not of a subresource), kept as
+/// `ManagedFieldsEntry` with their manager, operation and time only.
+fn spec_writers(managed_fields: Option<Vec<LeanManagedFields>>) -> Option<Vec<ManagedFieldsEntry>> {
+    let writers: Vec<ManagedFieldsEntry> = managed_fields?
+        .into_iter()
+        .filter(|e| {
+            e.subresource.as_deref().is_none_or(str::is_empty) && e.fields.as_ref().is_some_and(|f| f.spec.is_some())
+        })
+        .map(|e| ManagedFieldsEntry { manager: e.manager, operation: e.operation, time: e.time, ..Default::default() })
+        .collect();
+    (!writers.is_empty()).then_some(writers)
 }
 
 impl From<LeanMeta> for ObjectMeta {
@@ -65,7 +101,7 @@ impl From<LeanMeta> for ObjectMeta {
             generate_name: m.generate_name,
             generation: m.generation,
             labels: m.labels,
-            managed_fields: None,
+            managed_fields: spec_writers(m.managed_fields),
             name: m.name,
             namespace: m.namespace,
             owner_references: m.owner_references,
@@ -141,7 +177,46 @@ mod tests {
         let mut full: Deployment = serde_json::from_value(deployment_json()).expect("full");
         assert!(full.metadata.managed_fields.is_some(), "the fixture carries managedFields");
         full.metadata.managed_fields = None;
-        assert_eq!(lean.0, full);
+        let mut lean = lean.0;
+        let writers = lean.metadata.managed_fields.take().expect("the spec's writer");
+        let kubectl = ManagedFieldsEntry {
+            manager: Some("kubectl".into()),
+            operation: Some("Update".into()),
+            ..Default::default()
+        };
+        assert_eq!(writers, vec![kubectl], "only who wrote the spec, without the field set");
+        assert_eq!(lean, full);
+    }
+
+    fn with_managed_fields(entries: serde_json::Value) -> Deployment {
+        let mut value = deployment_json();
+        value["metadata"]["managedFields"] = entries;
+        serde_json::from_value::<Lean<Deployment>>(value).expect("lean").0
+    }
+
+    fn entry(manager: &str, time: &str, fields: serde_json::Value, subresource: Option<&str>) -> serde_json::Value {
+        json!({"manager": manager, "operation": "Update", "time": time, "fieldsType": "FieldsV1", "fieldsV1": fields,
+               "subresource": subresource})
+    }
+
+    /// Issue 38: the restart budget adopts at a start only the rollouts this controller started: it wrote the spec
+    /// last. The workload's controller writing its revision annotation or its status does not count.
+    #[test]
+    fn who_wrote_the_spec_last_is_kept_from_the_managed_fields() {
+        let keys = crate::annotations::AnnotationKeys::default();
+        let ours = |entries| {
+            super::super::summarise(&with_managed_fields(entries), &keys).expect("summary").1.spec_written_last_by_us
+        };
+        let spec = json!({"f:spec": {"f:template": {}}});
+        let reloader = |t| entry("reloader", t, json!({"f:metadata": {}, "f:spec": {}}), None);
+        let revision = entry("kube-controller-manager", "2026-01-01T00:00:09Z", json!({"f:metadata": {}}), None);
+        let status = entry("kube-controller-manager", "2026-01-01T00:00:09Z", json!({"f:status": {}}), Some("status"));
+        let user = |t| entry("helm", t, spec.clone(), None);
+        assert!(ours(json!([user("2026-01-01T00:00:01Z"), reloader("2026-01-01T00:00:05Z"), revision, status])));
+        assert!(!ours(json!([user("2026-01-01T00:00:07Z"), reloader("2026-01-01T00:00:05Z"), revision, status])));
+        assert!(ours(json!([user("2026-01-01T00:00:05Z"), reloader("2026-01-01T00:00:05Z")])), "a tie is ours");
+        assert!(!ours(json!([user("2026-01-01T00:00:05Z")])), "never written by this controller");
+        assert!(ours(json!([reloader("2026-01-01T00:00:05Z")])));
     }
 
     #[test]

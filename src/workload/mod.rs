@@ -137,6 +137,9 @@ pub struct WorkloadSummary {
     pub rollout: RolloutState,
     /// `metadata.generation`: a rollout is of the generation a write produced (the restart budget).
     pub generation: i64,
+    /// Whether this controller wrote the `spec` last, by the API server's `managedFields` times (a tie counts as
+    /// this controller's): a rollout in progress at a start is counted in the restart budget only then.
+    pub spec_written_last_by_us: bool,
 }
 
 impl WorkloadSummary {
@@ -237,8 +240,33 @@ pub fn summarise<K: WorkloadObject>(obj: &K, keys: &AnnotationKeys) -> Option<(W
         ambiguous_env,
         rollout,
         generation: obj.meta().generation.unwrap_or(0),
+        spec_written_last_by_us: spec_written_last_by_us(obj.meta()),
     };
     Some((WorkloadKey { kind: K::KIND, namespace: namespace.into(), name: obj.name_any() }, summary))
+}
+
+/// Whether, of the managers that own part of the object's `spec` ([`Lean`] keeps only those), this controller's
+/// wrote last. Times are whole seconds: a tie counts as this controller's (the budget then counts a rollout too
+/// many, never one too few). A record-only write moves its time too: a user's template change followed by a record
+/// of ours counts as ours — as every rollout in progress did before this rule.
+fn spec_written_last_by_us(meta: &ObjectMeta) -> bool {
+    // Lean metadata holds only the spec's writers; a fully decoded object (explain) holds every entry.
+    let owns_spec = |e: &&k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry| {
+        e.subresource.as_deref().is_none_or(str::is_empty)
+            && e.fields_v1.as_ref().is_none_or(|f| f.0.get("f:spec").is_some())
+    };
+    let writers = meta
+        .managed_fields
+        .iter()
+        .flatten()
+        .filter(owns_spec)
+        .filter_map(|e| Some((e.time.as_ref()?.0, e.manager.as_deref()?)));
+    let ours = writers.clone().filter(|(_, m)| *m == crate::constants::FIELD_MANAGER).map(|(t, _)| t).max();
+    let others = writers.filter(|(_, m)| *m != crate::constants::FIELD_MANAGER).map(|(t, _)| t).max();
+    match (ours, others) {
+        (Some(ours), Some(others)) => ours >= others,
+        (ours, _) => ours.is_some(),
+    }
 }
 
 /// upstream v1 warns when the pause period is on another kind; an invalid duration is reported (the reload
