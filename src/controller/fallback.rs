@@ -8,14 +8,11 @@
 use futures::channel::mpsc;
 use tracing::{debug, info, warn};
 
-use super::{Observed, Source, observer::Observer};
+use super::{Observed, Source, observer::Observer, watch::FallbackLists};
 use crate::{
     index::{Baseline, ConfigKey},
-    workload::{WorkloadKey, WorkloadKind, WorkloadSummary, list_summaries},
+    workload::{WorkloadKind, list_summaries},
 };
-
-/// The workloads one fallback LIST found, per stream.
-pub(crate) type FallbackLists = Vec<(usize, Result<Vec<(WorkloadKey, WorkloadSummary)>, String>)>;
 
 impl Observer {
     /// Stream `id` may not watch: its kind is listed on changes from now on.
