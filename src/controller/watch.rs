@@ -119,7 +119,7 @@ pub enum Observed {
     /// controller acts (its namespaces, selector and ignore list), left to the controller whose they are elsewhere.
     OwedJobs(Vec<WorkloadKey>),
     /// Workload kinds that may not be watched, listed in the namespace of a changed resource `config`
-    /// (fallback.rs); the change is acted on once they are indexed.
+    /// (observer/fallback.rs); the change is acted on once they are indexed.
     FallbackListed { config: ConfigKey, lists: FallbackLists },
 }
 

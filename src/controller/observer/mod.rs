@@ -1,7 +1,10 @@
-//! Applies watch observations to the index and queues the workloads that must be reconciled: those a
-//! content change concerns and changed workloads. Its other parts, by what they observe: lists, relists and the
-//! first sync (`observe_lists.rs`), triggers (`observe_trigger.rs`), failures (`observe_failures.rs`), CSI
-//! (`observe_csi.rs`), namespaces' annotations (`observe_namespaces.rs`).
+//! The observer: applies watch observations to the index and queues the workloads that must be reconciled:
+//! those a content change concerns and changed workloads. This module holds the [`Observer`] and its core (its
+//! streams, the scope, the work queue's lanes, applying one observation); each submodule holds one topic of its
+//! impl and the types that topic needs: lists, relists and the first sync (`lists.rs`), triggers (`trigger.rs`),
+//! failures (`failures.rs`), kinds listed instead of watched (`fallback.rs`), what the pods of kinds without a pod
+//! template use (`pod_uses.rs`), CSI (`csi.rs`), namespaces' annotations (`namespaces.rs`). The rest of the
+//! controller reaches them only through this module.
 
 use std::{
     collections::{HashMap, HashSet},
@@ -11,13 +14,24 @@ use std::{
 
 use tracing::{debug, info, warn};
 
-use super::{Context, Observed, Source, StreamInfo, observe_lists::Relists};
+use super::{Context, Observed, Source, StreamInfo};
 use crate::{
     config::WatchScope,
     index::{Baseline, ConfigUpdate},
     resource::ConfigKind,
     workload::WorkloadKey,
 };
+use lists::Relists;
+
+mod csi;
+mod failures;
+mod fallback;
+mod lists;
+mod namespaces;
+mod pod_uses;
+mod trigger;
+
+pub(super) use pod_uses::PodReads;
 
 /// Applies observations to the index and queues work.
 pub(super) struct Observer {
@@ -32,7 +46,7 @@ pub(super) struct Observer {
     /// at startup (1.6 MB for M1's 20,000 resources, heaptrack). A relist records what it sees, to forget the rest.
     pub(super) lists_started: HashSet<usize>,
     /// What each stream's current relist has seen so far.
-    pub(super) relisting: Relists,
+    relisting: Relists,
     /// Namespaces matching `--namespace-selector` (only consulted when it is set).
     pub(super) selected: HashSet<String>,
     /// Every stream has listed once or failed: changes are acted on from now on.
@@ -64,7 +78,7 @@ impl Observer {
     pub(super) fn new(ctx: Arc<Context>, infos: Vec<StreamInfo>) -> Self {
         let listed = vec![false; infos.len()];
         let errored = vec![false; infos.len()];
-        let (fallback_tx, fallback_rx) = super::fallback::channel();
+        let (fallback_tx, fallback_rx) = fallback::channel();
         let observer = Self {
             ctx,
             infos,
@@ -234,8 +248,7 @@ impl Observer {
                 let baseline = self.baseline(stream, false);
                 let mut index = self.ctx.index();
                 key.namespace = index.intern(&key.namespace);
-                let read_pods =
-                    !key.kind.has_pod_template() && super::observe_pod_uses::carry_pod_uses(&index, &key, &mut summary);
+                let read_pods = !key.kind.has_pod_template() && pod_uses::carry_pod_uses(&index, &key, &mut summary);
                 if let Some(seen) = self.relisting.seen(stream, listed) {
                     seen.workloads.insert(key.clone());
                 }
@@ -329,5 +342,4 @@ impl Observer {
 }
 
 #[cfg(test)]
-#[path = "observer_tests.rs"]
 mod tests;
