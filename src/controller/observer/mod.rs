@@ -35,38 +35,38 @@ pub(super) use pod_uses::PodReads;
 
 /// Applies observations to the index and queues work.
 pub(super) struct Observer {
-    pub(super) ctx: Arc<Context>,
-    pub(super) infos: Vec<StreamInfo>,
+    ctx: Arc<Context>,
+    infos: Vec<StreamInfo>,
     /// Per stream: its first list has completed.
-    pub(super) listed: Vec<bool>,
+    listed: Vec<bool>,
     /// Per stream: its last outcome was an error (cleared when it delivers again).
-    pub(super) errored: Vec<bool>,
+    errored: Vec<bool>,
     /// Streams that have started a list. The first list of a stream (unless it failed before) records nothing:
     /// the index holds nothing of the stream yet, so nothing can be gone — which spares a set of every key listed
     /// at startup (1.6 MB for M1's 20,000 resources, heaptrack). A relist records what it sees, to forget the rest.
-    pub(super) lists_started: HashSet<usize>,
+    lists_started: HashSet<usize>,
     /// What each stream's current relist has seen so far.
     relisting: Relists,
     /// Namespaces matching `--namespace-selector` (only consulted when it is set).
-    pub(super) selected: HashSet<String>,
+    selected: HashSet<String>,
     /// Every stream has listed once or failed: changes are acted on from now on.
-    pub(super) synced: bool,
+    synced: bool,
     /// CSI: each SecretProviderClassPodStatus's last hash.
-    pub(super) csi: crate::csi::CsiTracker,
+    csi: crate::csi::CsiTracker,
     /// CSI: `ignore`/`match` of each SecretProviderClass, by (namespace, name).
-    pub(super) csi_flags: HashMap<(String, String), (bool, bool)>,
+    csi_flags: HashMap<(String, String), (bool, bool)>,
     /// (namespace, annotation) whose value was reported as invalid, with that value (reported once per value).
-    pub(super) bad_namespace_values: HashMap<(String, String), String>,
+    bad_namespace_values: HashMap<(String, String), String>,
     /// Workload streams that may not watch: their kind is listed on each change (fallback.rs).
-    pub(super) fallback: HashSet<usize>,
+    fallback: HashSet<usize>,
     /// Where fallback LISTs report back.
-    pub(super) fallback_tx: futures::channel::mpsc::UnboundedSender<Observed>,
+    fallback_tx: futures::channel::mpsc::UnboundedSender<Observed>,
     fallback_rx: Option<futures::channel::mpsc::UnboundedReceiver<Observed>>,
 }
 
 /// How a workload key enters the work queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Lane {
+enum Lane {
     /// A change of the workload itself: at once.
     Change,
     /// A change of a resource it uses: once changes have been quiet (`--coalesce-quiet`, capped by the window).
@@ -133,7 +133,7 @@ impl Observer {
     /// Whether changes in `namespace` are acted on (`--namespaces`, `--namespaces-to-ignore`,
     /// `--namespace-selector`). The watches see only `--namespaces`; keys from elsewhere (owed Job recreations
     /// read from a Secret other controllers share) are checked against it too.
-    pub(super) fn active(&self, namespace: &str) -> bool {
+    fn active(&self, namespace: &str) -> bool {
         let s = &self.ctx.settings;
         let watched = match &s.watch.scope {
             WatchScope::All => true,
@@ -147,14 +147,14 @@ impl Observer {
     /// Baseline for objects first seen now on `stream`: in that stream's first list only
     /// `--sync-after-restart` makes unrecorded pairs stale; afterwards only `--reload-on-create` does (for
     /// resources, not workloads). Per stream, so a source that lists late (it was failing) starts the same way.
-    pub(super) fn baseline(&self, stream: usize, for_resource: bool) -> Baseline {
+    fn baseline(&self, stream: usize, for_resource: bool) -> Baseline {
         let s = &self.ctx.settings;
         let first_list = !self.listed.get(stream).copied().unwrap_or(true);
         let stale = if first_list { s.sync_after_restart } else { for_resource && s.reload_on_create };
         if stale { Baseline::Stale } else { Baseline::Current }
     }
 
-    pub(super) fn enqueue(&self, key: WorkloadKey, at: Instant, lane: Lane) {
+    fn enqueue(&self, key: WorkloadKey, at: Instant, lane: Lane) {
         let m = &self.ctx.metrics;
         if !self.active(&key.namespace) {
             // A skipped change is counted (upstream's reason); a skipped full-reconcile key is not a change.
@@ -175,7 +175,7 @@ impl Observer {
         m.queue_depth.set(i64::try_from(self.ctx.queue.len()).unwrap_or(i64::MAX));
     }
 
-    pub(super) fn received(&self, event: &str, stream: usize) {
+    fn received(&self, event: &str, stream: usize) {
         let resource = match self.infos.get(stream).map(|i| i.source) {
             Some(Source::Config(ConfigKind::ConfigMap)) => "configmaps",
             Some(Source::Config(ConfigKind::Secret)) => "secrets",
@@ -186,7 +186,7 @@ impl Observer {
         self.ctx.metrics.events_received.with_label_values(&[event, resource]).inc();
     }
 
-    pub(super) fn update_gauges(&self, index: &crate::index::Index) {
+    fn update_gauges(&self, index: &crate::index::Index) {
         let (configs, workloads) = index.sizes();
         let g = &self.ctx.metrics.index_objects;
         g.with_label_values(&["resources"]).set(i64::try_from(configs).unwrap_or(i64::MAX));
