@@ -6,13 +6,6 @@
 //! which applies changes made while the controller was down and restarts nothing else.
 
 mod budget;
-mod fallback;
-mod observe_csi;
-mod observe_failures;
-mod observe_lists;
-mod observe_namespaces;
-mod observe_pod_uses;
-mod observe_trigger;
 mod observer;
 mod owed_job_resume;
 mod pod_restarts;
@@ -83,7 +76,7 @@ struct Context {
     /// What this controller remembers of pod restarts in progress (`evict-pods`, `delete-pods`).
     pod_restarts: pod_restarts::Progress,
     /// Reads of pods for what they use (kinds without a pod template), a few at a time.
-    pod_reads: observe_pod_uses::PodReads,
+    pod_reads: observer::PodReads,
 }
 
 impl Context {

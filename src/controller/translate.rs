@@ -1,6 +1,6 @@
 //! One watch stream turned into observations: kube-runtime's watcher events mapped by the stream's own
 //! functions, failures carried with the API server's status code, and a `Recovered` marker when a stream
-//! delivers again after failing (readiness and fallbacks follow it, observe_failures.rs).
+//! delivers again after failing (readiness and fallbacks follow it, observer/failures.rs).
 
 use futures::{Stream, StreamExt, stream::BoxStream};
 use kube::runtime::watcher;

@@ -119,9 +119,12 @@ pub enum Observed {
     /// controller acts (its namespaces, selector and ignore list), left to the controller whose they are elsewhere.
     OwedJobs(Vec<WorkloadKey>),
     /// Workload kinds that may not be watched, listed in the namespace of a changed resource `config`
-    /// (fallback.rs); the change is acted on once they are indexed.
-    FallbackListed { config: ConfigKey, lists: super::fallback::FallbackLists },
+    /// (observer/fallback.rs); the change is acted on once they are indexed.
+    FallbackListed { config: ConfigKey, lists: FallbackLists },
 }
+
+/// The workloads one fallback LIST found, per stream.
+pub(crate) type FallbackLists = Vec<(usize, Result<Vec<(WorkloadKey, WorkloadSummary)>, String>)>;
 
 /// What to watch, from the validated flags.
 #[derive(Clone, Debug)]

@@ -1,21 +1,20 @@
-//! Upstream's method for a workload kind the controller may list but not watch (upstream v1's RBAC grants
-//! workloads `list, get, update, patch` and no `watch`): once that kind's watch answers 403, every change of a
-//! resource LISTs the kind in the resource's namespace (one LIST per kind per change, as upstream v1 does)
-//! and reconciles what it finds. A workload first seen that way is treated as not yet rolled with the changed
-//! resource's new content, as upstream would reload it. The watch keeps retrying; when it is allowed again,
-//! the fallback ends.
+//! The observer's part for a workload kind the controller may list but not watch: upstream's method (upstream v1's RBAC
+//! grants workloads `list, get, update, patch` and no `watch`): once that kind's watch answers 403, every change of a
+//! resource LISTs the kind in the resource's namespace (one LIST per kind per change, as upstream v1 does) and
+//! reconciles what it finds. A workload first seen that way is treated as not yet rolled with the changed resource's
+//! new content, as upstream would reload it. The watch keeps retrying; when it is allowed again, the fallback ends.
+//! Also the channel that brings the observations made outside the watches back to the observer (these LISTs, pod reads
+//! in `pod_uses.rs`, owed Jobs in `lists.rs`).
 
 use futures::channel::mpsc;
 use tracing::{debug, info, warn};
 
-use super::{Observed, Source, observer::Observer};
+use super::Observer;
 use crate::{
+    controller::{Observed, Source, watch::FallbackLists},
     index::{Baseline, ConfigKey},
-    workload::{WorkloadKey, WorkloadKind, WorkloadSummary, list_summaries},
+    workload::{WorkloadKind, list_summaries},
 };
-
-/// The workloads one fallback LIST found, per stream.
-pub(crate) type FallbackLists = Vec<(usize, Result<Vec<(WorkloadKey, WorkloadSummary)>, String>)>;
 
 impl Observer {
     /// Stream `id` may not watch: its kind is listed on changes from now on.

@@ -8,11 +8,9 @@ use std::time::Instant;
 
 use tracing::warn;
 
-use super::{
-    Observed,
-    observer::{Lane, Observer},
-};
+use super::{Lane, Observer};
 use crate::{
+    controller::Observed,
     index::{Baseline, Index},
     workload::{PodReferences, WorkloadKey, WorkloadSummary},
 };
@@ -21,7 +19,7 @@ use crate::{
 const CONCURRENT_POD_READS: usize = 4;
 
 /// The permits for those reads.
-pub(super) struct PodReads(tokio::sync::Semaphore);
+pub(in crate::controller) struct PodReads(tokio::sync::Semaphore);
 
 impl Default for PodReads {
     fn default() -> Self {

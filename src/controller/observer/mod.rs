@@ -1,7 +1,10 @@
-//! Applies watch observations to the index and queues the workloads that must be reconciled: those a
-//! content change concerns and changed workloads. Its other parts, by what they observe: lists, relists and the
-//! first sync (`observe_lists.rs`), triggers (`observe_trigger.rs`), failures (`observe_failures.rs`), CSI
-//! (`observe_csi.rs`), namespaces' annotations (`observe_namespaces.rs`).
+//! The observer: applies watch observations to the index and queues the workloads that must be reconciled:
+//! those a content change concerns and changed workloads. This module holds the [`Observer`] and its core (its
+//! streams, the scope, the work queue's lanes, applying one observation); each submodule holds one topic of its
+//! impl and the types that topic needs: lists, relists and the first sync (`lists.rs`), triggers (`trigger.rs`),
+//! failures (`failures.rs`), kinds listed instead of watched (`fallback.rs`), what the pods of kinds without a pod
+//! template use (`pod_uses.rs`), CSI (`csi.rs`), namespaces' annotations (`namespaces.rs`). The rest of the
+//! controller reaches them only through this module.
 
 use std::{
     collections::{HashMap, HashSet},
@@ -11,48 +14,59 @@ use std::{
 
 use tracing::{debug, info, warn};
 
-use super::{Context, Observed, Source, StreamInfo, observe_lists::Relists};
+use super::{Context, Observed, Source, StreamInfo};
 use crate::{
     config::WatchScope,
     index::{Baseline, ConfigUpdate},
     resource::ConfigKind,
     workload::WorkloadKey,
 };
+use lists::Relists;
+
+mod csi;
+mod failures;
+mod fallback;
+mod lists;
+mod namespaces;
+mod pod_uses;
+mod trigger;
+
+pub(super) use pod_uses::PodReads;
 
 /// Applies observations to the index and queues work.
 pub(super) struct Observer {
-    pub(super) ctx: Arc<Context>,
-    pub(super) infos: Vec<StreamInfo>,
+    ctx: Arc<Context>,
+    infos: Vec<StreamInfo>,
     /// Per stream: its first list has completed.
-    pub(super) listed: Vec<bool>,
+    listed: Vec<bool>,
     /// Per stream: its last outcome was an error (cleared when it delivers again).
-    pub(super) errored: Vec<bool>,
+    errored: Vec<bool>,
     /// Streams that have started a list. The first list of a stream (unless it failed before) records nothing:
     /// the index holds nothing of the stream yet, so nothing can be gone — which spares a set of every key listed
     /// at startup (1.6 MB for M1's 20,000 resources, heaptrack). A relist records what it sees, to forget the rest.
-    pub(super) lists_started: HashSet<usize>,
+    lists_started: HashSet<usize>,
     /// What each stream's current relist has seen so far.
-    pub(super) relisting: Relists,
+    relisting: Relists,
     /// Namespaces matching `--namespace-selector` (only consulted when it is set).
-    pub(super) selected: HashSet<String>,
+    selected: HashSet<String>,
     /// Every stream has listed once or failed: changes are acted on from now on.
-    pub(super) synced: bool,
+    synced: bool,
     /// CSI: each SecretProviderClassPodStatus's last hash.
-    pub(super) csi: crate::csi::CsiTracker,
+    csi: crate::csi::CsiTracker,
     /// CSI: `ignore`/`match` of each SecretProviderClass, by (namespace, name).
-    pub(super) csi_flags: HashMap<(String, String), (bool, bool)>,
+    csi_flags: HashMap<(String, String), (bool, bool)>,
     /// (namespace, annotation) whose value was reported as invalid, with that value (reported once per value).
-    pub(super) bad_namespace_values: HashMap<(String, String), String>,
+    bad_namespace_values: HashMap<(String, String), String>,
     /// Workload streams that may not watch: their kind is listed on each change (fallback.rs).
-    pub(super) fallback: HashSet<usize>,
+    fallback: HashSet<usize>,
     /// Where fallback LISTs report back.
-    pub(super) fallback_tx: futures::channel::mpsc::UnboundedSender<Observed>,
+    fallback_tx: futures::channel::mpsc::UnboundedSender<Observed>,
     fallback_rx: Option<futures::channel::mpsc::UnboundedReceiver<Observed>>,
 }
 
 /// How a workload key enters the work queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Lane {
+enum Lane {
     /// A change of the workload itself: at once.
     Change,
     /// A change of a resource it uses: once changes have been quiet (`--coalesce-quiet`, capped by the window).
@@ -64,7 +78,7 @@ impl Observer {
     pub(super) fn new(ctx: Arc<Context>, infos: Vec<StreamInfo>) -> Self {
         let listed = vec![false; infos.len()];
         let errored = vec![false; infos.len()];
-        let (fallback_tx, fallback_rx) = super::fallback::channel();
+        let (fallback_tx, fallback_rx) = fallback::channel();
         let observer = Self {
             ctx,
             infos,
@@ -119,7 +133,7 @@ impl Observer {
     /// Whether changes in `namespace` are acted on (`--namespaces`, `--namespaces-to-ignore`,
     /// `--namespace-selector`). The watches see only `--namespaces`; keys from elsewhere (owed Job recreations
     /// read from a Secret other controllers share) are checked against it too.
-    pub(super) fn active(&self, namespace: &str) -> bool {
+    fn active(&self, namespace: &str) -> bool {
         let s = &self.ctx.settings;
         let watched = match &s.watch.scope {
             WatchScope::All => true,
@@ -133,14 +147,14 @@ impl Observer {
     /// Baseline for objects first seen now on `stream`: in that stream's first list only
     /// `--sync-after-restart` makes unrecorded pairs stale; afterwards only `--reload-on-create` does (for
     /// resources, not workloads). Per stream, so a source that lists late (it was failing) starts the same way.
-    pub(super) fn baseline(&self, stream: usize, for_resource: bool) -> Baseline {
+    fn baseline(&self, stream: usize, for_resource: bool) -> Baseline {
         let s = &self.ctx.settings;
         let first_list = !self.listed.get(stream).copied().unwrap_or(true);
         let stale = if first_list { s.sync_after_restart } else { for_resource && s.reload_on_create };
         if stale { Baseline::Stale } else { Baseline::Current }
     }
 
-    pub(super) fn enqueue(&self, key: WorkloadKey, at: Instant, lane: Lane) {
+    fn enqueue(&self, key: WorkloadKey, at: Instant, lane: Lane) {
         let m = &self.ctx.metrics;
         if !self.active(&key.namespace) {
             // A skipped change is counted (upstream's reason); a skipped full-reconcile key is not a change.
@@ -161,7 +175,7 @@ impl Observer {
         m.queue_depth.set(i64::try_from(self.ctx.queue.len()).unwrap_or(i64::MAX));
     }
 
-    pub(super) fn received(&self, event: &str, stream: usize) {
+    fn received(&self, event: &str, stream: usize) {
         let resource = match self.infos.get(stream).map(|i| i.source) {
             Some(Source::Config(ConfigKind::ConfigMap)) => "configmaps",
             Some(Source::Config(ConfigKind::Secret)) => "secrets",
@@ -172,7 +186,7 @@ impl Observer {
         self.ctx.metrics.events_received.with_label_values(&[event, resource]).inc();
     }
 
-    pub(super) fn update_gauges(&self, index: &crate::index::Index) {
+    fn update_gauges(&self, index: &crate::index::Index) {
         let (configs, workloads) = index.sizes();
         let g = &self.ctx.metrics.index_objects;
         g.with_label_values(&["resources"]).set(i64::try_from(configs).unwrap_or(i64::MAX));
@@ -234,8 +248,7 @@ impl Observer {
                 let baseline = self.baseline(stream, false);
                 let mut index = self.ctx.index();
                 key.namespace = index.intern(&key.namespace);
-                let read_pods =
-                    !key.kind.has_pod_template() && super::observe_pod_uses::carry_pod_uses(&index, &key, &mut summary);
+                let read_pods = !key.kind.has_pod_template() && pod_uses::carry_pod_uses(&index, &key, &mut summary);
                 if let Some(seen) = self.relisting.seen(stream, listed) {
                     seen.workloads.insert(key.clone());
                 }
@@ -329,5 +342,4 @@ impl Observer {
 }
 
 #[cfg(test)]
-#[path = "observer_tests.rs"]
 mod tests;

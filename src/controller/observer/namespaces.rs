@@ -7,12 +7,10 @@ use std::time::Instant;
 
 use tracing::{info, warn};
 
-use super::{
-    observer::{Lane, Observer},
-    watch::NamespaceValues,
-};
+use super::{Lane, Observer};
 use crate::{
     constants::annotation::{PAUSE, RELOAD_WINDOW},
+    controller::watch::NamespaceValues,
     decision::NamespaceRules,
     values::parse_go_bool,
     window::ReloadWindow,

@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use super::observer::Observer;
+use super::Observer;
 use crate::{
     csi::CsiUpdate,
     hash::ContentHash,

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use tracing::info;
 
-use super::observer::{Lane, Observer};
+use super::{Lane, Observer};
 use crate::{
     index::{ConfigKey, Index},
     keyprints::ChangedKeys,

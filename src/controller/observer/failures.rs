@@ -7,7 +7,8 @@ use std::time::Instant;
 
 use tracing::{info, warn};
 
-use super::observer::Observer;
+use super::Observer;
+use crate::controller::Source;
 
 impl Observer {
     /// A stream failed: counted, named (one log line per run of failures, with what is missing), reported in
@@ -26,7 +27,7 @@ impl Observer {
         // degraded, reported in `/readyz`'s body, not a reason to take the pod out of service. One that may not
         // even be listed (the API server's message says `cannot list`) cannot be reloaded at all.
         let listed_instead =
-            code == Some(403) && matches!(info.source, super::Source::Workload(_)) && !message.contains("cannot list");
+            code == Some(403) && matches!(info.source, Source::Workload(_)) && !message.contains("cannot list");
         let core = !info.source.is_optional() && !listed_instead;
         if self.ctx.health.source_failed(&name, core, message, now) {
             let cost = match (code, &info.namespace) {
@@ -50,7 +51,7 @@ impl Observer {
         }
         if code == Some(404) && info.source.is_optional() {
             // The API is gone: so are its objects. The watch keeps retrying and relists when it is back.
-            self.prune(id, &super::observe_lists::ListSeen::default());
+            self.prune(id, &super::lists::ListSeen::default());
         }
         self.update_readiness();
         self.first_sync_if_complete();

@@ -9,11 +9,12 @@ use std::{
 
 use tracing::{info, warn};
 
-use super::{
-    Observed, Source,
-    observer::{Lane, Observer},
+use super::{Lane, Observer};
+use crate::{
+    controller::{Observed, Source},
+    index::ConfigKey,
+    workload::WorkloadKey,
 };
-use crate::{index::ConfigKey, workload::WorkloadKey};
 
 /// What a relist has seen so far (a stream fills the set of its own kind).
 #[derive(Debug, Default)]
@@ -155,7 +156,7 @@ impl Observer {
     }
 
     /// Queues every workload (after a sync, a relist, or on becoming leader); unchanged ones cost no request.
-    pub(super) fn reconcile_all(&self) {
+    pub(in crate::controller) fn reconcile_all(&self) {
         if !self.synced {
             return;
         }
