@@ -133,46 +133,67 @@ async fn a_budget_of_three_rolls_thirty_deployments_three_at_a_time() {
 }
 
 /// Issue 27: the budget is read from the cluster. A controller that starts (or takes over as leader) while a
-/// rollout is running counts it: here Deployment `held` is halfway through a template change whose new pod can
-/// never be scheduled (its status not complete), so with `--max-concurrent-rollouts=1` a change for `web` waits
-/// until `held` completes. Before, a new controller started from an empty budget and rolled `web` at once, beside
-/// the rollout already running.
+/// rollout it started is running counts it: here the previous controller reloaded `ours`, whose new pod is held
+/// not Ready, so with `--max-concurrent-rollouts=1` a change for `web` waits until `ours` completes. Before, a new
+/// controller started from an empty budget and rolled `web` at once, beside the rollout already running.
+/// Issue 38: only rollouts this controller started are counted (it wrote the spec last, by `managedFields`):
+/// `users`, halfway through a template change of its own whose new pod can never be scheduled, takes no slot —
+/// counted, it kept `web` waiting for as long as that deploy hung.
 #[tokio::test]
-async fn a_rollout_running_when_the_controller_starts_holds_a_slot() {
+async fn only_a_rollout_this_controller_started_holds_a_slot_after_a_restart() {
+    use k8s_openapi::api::core::v1::Pod;
+    // testenv's KWOK keeps a pod with this label and a `STAKATER_*` variable not Ready (testenv/build.sh).
+    const HELD: &str = "testenv.reloader.dev/unready-when-reloaded";
     let ns = TestNamespace::create("budget-adopt").await;
     create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
-    let mut pod_spec = env_from_configmap("cfg");
-    pod_spec["containers"][0]["image"] = json!("registry.k8s.io/pause:3.10");
-    Kind::Deployment
-        .create(&ns, "web", json!({"reloader.stakater.com/auto": "true"}), json!({}), pod_spec.clone())
-        .await;
+    create_configmap(&ns, "ours-cfg", &[("k", "1")], &[]).await;
+    let auto = json!({"reloader.stakater.com/auto": "true"});
+    Kind::Deployment.create(&ns, "web", auto.clone(), json!({}), env_from_configmap("cfg")).await;
+    let ours: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": "ours", "annotations": auto},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "ours"}},
+            "template": {"metadata": {"labels": {"app": "ours", HELD: ""}}, "spec": env_from_configmap("ours-cfg")}}
+    }))
+    .expect("deployment");
+    let deployments = ns.api::<Deployment>();
+    deployments.create(&kube::api::PostParams::default(), &ours).await.expect("create ours");
     let plain = json!({"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}]});
-    Kind::Deployment.create(&ns, "held", json!({}), json!({}), plain).await;
-    wait_for("both rolled out", Duration::from_secs(120), || async {
+    Kind::Deployment.create(&ns, "users", json!({}), json!({}), plain).await;
+    wait_for("all rolled out", Duration::from_secs(120), || async {
         let n = rolling(&ns).await;
         if n == 0 { Ok(()) } else { Err(format!("{n} rolling")) }
     })
     .await;
-    // A new template whose pod no node takes: the new pod stays Pending beside the old one, the rollout half done.
-    // (A paused Deployment would not do: it rolls nothing, so it is not counted.)
-    let deployments = ns.api::<Deployment>();
+    // A user's new template whose pod no node takes: the new pod stays Pending beside the old one, the rollout half
+    // done. (A paused Deployment would not do: it rolls nothing, so it is never counted.)
     let hold = json!({"spec": {"template": {"spec": {"nodeSelector": {"reloader-test/no-such-node": "x"}}}}});
-    deployments
-        .patch("held", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&hold))
-        .await
-        .expect("hold held");
-    wait_for("held's new pod created and not available", Duration::from_secs(60), || async {
-        let d = deployments.get("held").await.map_err(|e| e.to_string())?;
-        let s = d.status.unwrap_or_default();
-        let observed = s.observed_generation.unwrap_or(0) >= d.metadata.generation.unwrap_or(0);
-        if observed && s.replicas == Some(2) && s.updated_replicas == Some(1) { Ok(()) } else { Err(format!("{s:?}")) }
+    deployments.patch("users", &PatchParams::default(), &Patch::Merge(&hold)).await.expect("hold users");
+    // The first controller rolls `ours`; its new pod stays not Ready, so that rollout is still running when the
+    // controller is gone.
+    let mut first = Reloader::start(&ns.name, &[]).await;
+    Kind::Deployment.wait_recorded(&ns, "ours").await;
+    Kind::Deployment.wait_recorded(&ns, "web").await;
+    set_configmap_data(&ns, "ours-cfg", &[("k", "2")]).await;
+    Kind::Deployment.wait_revisions(&ns, "ours", 2).await;
+    first.kill();
+    wait_for("ours and users halfway through their rollouts", Duration::from_secs(60), || async {
+        let mut halfway = Vec::new();
+        for name in ["ours", "users"] {
+            let d = deployments.get(name).await.map_err(|e| e.to_string())?;
+            let s = d.status.unwrap_or_default();
+            let observed = s.observed_generation.unwrap_or(0) >= d.metadata.generation.unwrap_or(0);
+            if !(observed && s.replicas == Some(2) && s.updated_replicas == Some(1)) {
+                halfway.push(format!("{name}: {s:?}"));
+            }
+        }
+        if halfway.is_empty() { Ok(()) } else { Err(halfway.join("; ")) }
     })
     .await;
 
     let reloader = Reloader::start(&ns.name, &["--max-concurrent-rollouts=1"]).await;
     let base = reloader.http_base().await;
     set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
-    wait_for("web waiting for a slot", RELOAD_WAIT, || async {
+    wait_for("web waiting for the slot ours holds", RELOAD_WAIT, || async {
         let (_, metrics) = http_get(&base, "/metrics").await;
         match sample(&metrics, "reloader_rollouts{state=\"waiting\"}") {
             Some(w) if w >= 1.0 => Ok(()),
@@ -184,14 +205,17 @@ async fn a_rollout_running_when_the_controller_starts_holds_a_slot() {
     .await;
     assert_eq!(Kind::Deployment.revisions(&ns, "web").await, 1, "web rolled beside the rollout already running");
 
-    let release = json!({"spec": {"template": {"spec": {"nodeSelector": null}}}});
-    deployments
-        .patch("held", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&release))
-        .await
-        .expect("release held");
+    // ours completes; users' deploy still hangs, and holds no slot: web rolls.
+    let pods = ns.api::<Pod>();
+    let held = pods.list(&ListParams::default().labels(&format!("app=ours,{HELD}"))).await.expect("pods");
+    for pod in held.items {
+        let release = Patch::Merge(json!({"metadata": {"labels": { HELD: null }}}));
+        pods.patch(&pod.name_any(), &PatchParams::default(), &release).await.expect("release");
+    }
     Kind::Deployment.wait_revisions(&ns, "web", 2).await;
     let value = Kind::Deployment.env(&ns, "web", "app", "STAKATER_CFG_CONFIGMAP").await;
     assert_eq!(value, Some(configmap_hash(&[("k", "2")])));
+    assert!(rolling(&ns).await >= 1, "users' deploy is still hanging");
 }
 
 /// Issue 27: a write that changes no template frees its budget slot at once. StatefulSet `pre` already runs with
