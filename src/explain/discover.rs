@@ -24,7 +24,9 @@ pub async fn configure_kind_named(client: &Client, name: &str) -> Result<bool, k
         // Aggregated discovery is served from Kubernetes 1.30 (beta from 1.26): older servers are asked per group.
         Err(_) => Discovery::new(client.clone()).exclude(&[""]).run().await?,
     };
-    let resources = discovery.groups().flat_map(|g| g.recommended_resources()).collect::<Vec<_>>();
+    // Each kind at its most stable version: a group's preferred version may not serve every kind (apps.kruise.io
+    // prefers v1beta1, which has the Advanced StatefulSet but not the CloneSet).
+    let resources = discovery.groups().flat_map(|g| g.resources_by_stability()).collect::<Vec<_>>();
     let Some((resource, _)) = resources.iter().find(|(r, caps)| names(r, caps, name)) else { return Ok(false) };
     let kind = PRESETS
         .into_iter()
