@@ -161,25 +161,30 @@ async fn a_reload_whose_answer_is_lost_rolls_once_with_the_restart_strategy() {
 }
 
 /// Issue 38, finding 6: the restart strategy's write lands, its answer is lost and the workload cannot be read
-/// back, and the ConfigMap changes again before the retry. The retry keeps the first change's trigger (the
-/// earliest); it must not write that trigger's `restartedAt` again with the newer content — that changes no
-/// template, so nothing restarts while the record says the newer content is applied. It takes a later mark: a
-/// third revision, on the newest content.
+/// back, so the write is retried with the first change's trigger — and meets, waiting in the queue, a newer change
+/// of the ConfigMap. The two join with the earliest trigger; its `restartedAt` written again with the newer
+/// content would change no template (nothing restarts) while the record said the newer content was applied. The
+/// retry must take a later mark: a third revision, on the newest content. One worker, held by `blocker`'s write
+/// (its answer held by the proxy), keeps the newer change waiting until the retry has joined it; no quiet period,
+/// so each change is queued when it is seen. With the mark not refreshed this test fails: web stays at 2 revisions.
 #[tokio::test]
-async fn a_retry_carrying_newer_content_restarts_again_with_the_restart_strategy() {
+async fn a_retry_that_joins_newer_content_restarts_again_with_the_restart_strategy() {
     const RESTARTED_AT: &str = "kubectl.kubernetes.io/restartedAt";
     let ns = TestNamespace::create("lost-newer").await;
     create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
+    create_configmap(&ns, "blocker-cfg", &[("k", "1")], &[]).await;
     let auto = json!({"reloader.stakater.com/auto": "true"});
-    Kind::Deployment.create(&ns, "web", auto, json!({}), env_from_configmap("cfg")).await;
+    Kind::Deployment.create(&ns, "web", auto.clone(), json!({}), env_from_configmap("cfg")).await;
+    Kind::Deployment.create(&ns, "blocker", auto, json!({}), env_from_configmap("blocker-cfg")).await;
     Kind::Deployment.wait_revisions(&ns, "web", 1).await;
 
     let proxy = LosingProxy::start(&ns.name, "/deployments/web").await;
     let kubeconfig = proxy.kubeconfig().display().to_string();
     let scope = format!("--namespaces={}", ns.name);
-    let args = [scope.as_str(), "--rollout-strategy=restart"];
+    let args = [scope.as_str(), "--rollout-strategy=restart", "--workers=1", "--coalesce-window=0s"];
     let reloader = Reloader::start_unscoped(&args, &[("KUBECONFIG", kubeconfig.as_str())]).await;
     Kind::Deployment.wait_recorded(&ns, "web").await;
+    Kind::Deployment.wait_recorded(&ns, "blocker").await;
     proxy.hold_answers();
     proxy.fail_reads(1);
     proxy.arm(1);
@@ -190,20 +195,39 @@ async fn a_retry_carrying_newer_content_restarts_again_with_the_restart_strategy
     })
     .await;
     Kind::Deployment.wait_revisions(&ns, "web", 2).await;
-    let first_mark = Kind::Deployment.template(&ns, "web").await.metadata.and_then(|m| m.annotations);
-    let first_mark = first_mark.and_then(|a| a.get(RESTARTED_AT).cloned()).expect("the first write's restartedAt");
-    // The newer content, seen by the controller while its write waits for the (lost) answer.
+    let marks = || async {
+        let template = Kind::Deployment.template(&ns, "web").await;
+        template.metadata.and_then(|m| m.annotations).unwrap_or_default().get(RESTARTED_AT).cloned()
+    };
+    let first_mark = marks().await.expect("the first write's restartedAt");
+    // While the only worker waits for that answer: blocker's change is queued, then web's newer content (web is in
+    // flight: it is queued again behind blocker when its attempt ends).
+    proxy.hold_next("/deployments/blocker");
     let updates = reloader.events("update", "configmaps").await;
-    set_configmap_data(&ns, "cfg", &[("k", "3")]).await;
+    set_configmap_data(&ns, "blocker-cfg", &[("k", "2")]).await;
     updates.wait_grown(1).await;
+    set_configmap_data(&ns, "cfg", &[("k", "3")]).await;
+    updates.wait_grown(2).await;
+    let retries = reloader.counter("reloader_retries_total").await;
+    proxy.release();
+    // web's 504, its read-back refused: a retry 100 ms later, with the first change's trigger. The worker took
+    // blocker meanwhile, whose answer is held: web's newer change stays queued, and the retry joins it.
+    retries.wait_grown(1).await;
+    wait_for("blocker's write sent, its answer held", RELOAD_WAIT, || async {
+        if proxy.held() == 2 { Ok(()) } else { Err(format!("{} held", proxy.held())) }
+    })
+    .await;
+    // The retry's timer (100 ms, nothing observable) fires while blocker's answer is held; a margin for a loaded
+    // machine. Were it later, the retry would find nothing left to write and this test could not fail: it never
+    // fails for being early.
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
     proxy.release();
 
-    reloader.wait_log("reload failed, retrying").await;
     Kind::Deployment.stays_at_revisions(&ns, "web", 3).await;
-    let template = Kind::Deployment.template(&ns, "web").await.metadata.and_then(|m| m.annotations).unwrap_or_default();
-    assert_ne!(template.get(RESTARTED_AT), Some(&first_mark), "the retry wrote the first change's mark again");
+    assert_ne!(marks().await, Some(first_mark), "the retry wrote the first change's mark again");
     let d = ns.api::<k8s_openapi::api::apps::v1::Deployment>().get("web").await.expect("web");
     let record = d.metadata.annotations.unwrap_or_default();
     let record = record.get("reloader.stakater.com/applied-hashes").cloned().unwrap_or_default();
     assert!(record.contains(&configmap_hash(&[("k", "3")])), "record {record}");
+    Kind::Deployment.wait_revisions(&ns, "blocker", 2).await;
 }

@@ -33,6 +33,10 @@ struct ProxyState {
     /// Whether a lost answer waits for [`LosingProxy::release`] before it is answered.
     hold: std::sync::atomic::AtomicBool,
     release: tokio::sync::Notify,
+    /// The next PATCH of a path ending with this is applied and its answer held until [`LosingProxy::release`].
+    hold_next: std::sync::Mutex<Option<String>>,
+    /// Answers held (lost or not) so far.
+    held: AtomicUsize,
 }
 
 impl LosingProxy {
@@ -48,6 +52,8 @@ impl LosingProxy {
             reads_to_fail: AtomicUsize::new(0),
             hold: std::sync::atomic::AtomicBool::new(false),
             release: tokio::sync::Notify::new(),
+            hold_next: std::sync::Mutex::new(None),
+            held: AtomicUsize::new(0),
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
         let addr: SocketAddr = listener.local_addr().expect("proxy address");
@@ -80,7 +86,18 @@ impl LosingProxy {
         self.state.hold.store(true, Ordering::SeqCst);
     }
 
-    /// Lets a held answer go (its 504).
+    /// Holds the answer to the next PATCH of a path ending with `suffix` (applied, answered as usual once released):
+    /// the controller's worker that sent it waits meanwhile.
+    pub fn hold_next(&self, suffix: &str) {
+        *self.state.hold_next.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(suffix.to_owned());
+    }
+
+    /// Answers held so far (each counted once the write was applied).
+    pub fn held(&self) -> usize {
+        self.state.held.load(Ordering::SeqCst)
+    }
+
+    /// Lets a held answer go (a lost one as its 504).
     pub fn release(&self) {
         self.state.release.notify_one();
     }
@@ -125,16 +142,29 @@ async fn forward(State(state): State<Arc<ProxyState>>, request: axum::extract::R
     if fail_read {
         return status(503, "the test proxy failed this read");
     }
+    let hold_this = parts.method == http::Method::PATCH && {
+        let mut next = state.hold_next.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let matches = next.as_deref().is_some_and(|suffix| parts.uri.path().ends_with(suffix));
+        if matches {
+            *next = None;
+        }
+        matches
+    };
     let answer = match state.client.send(outgoing).await {
         Ok(answer) => answer,
         Err(e) => return status(502, &format!("proxy: {e}")),
     };
+    if hold_this {
+        state.held.fetch_add(1, Ordering::SeqCst);
+        state.release.notified().await;
+    }
     if lose {
         // Read the whole answer (the write is applied and answered), then lose it.
         let (_, body) = answer.into_parts();
         let _ = axum::body::to_bytes(Body::new(body), usize::MAX).await;
         state.lost.fetch_add(1, Ordering::SeqCst);
         if state.hold.load(Ordering::SeqCst) {
+            state.held.fetch_add(1, Ordering::SeqCst);
             state.release.notified().await;
         }
         return status(504, "the test proxy lost the API server's answer");
