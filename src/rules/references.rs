@@ -6,7 +6,7 @@ use std::{collections::BTreeSet, fmt, sync::Arc};
 
 use k8s_openapi::api::core::v1::{Container, KeyToPath, PodSpec, Volume};
 
-use crate::resource::ConfigKind;
+use crate::rules::resource::ConfigKind;
 
 /// How a pod spec uses a resource.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

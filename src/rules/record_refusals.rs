@@ -9,7 +9,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use crate::keys::WorkloadKind;
+use crate::rules::keys::WorkloadKind;
 
 /// How long a refused record write stands before the record is tried again.
 pub const RECHECK: Duration = Duration::from_secs(10 * 60);

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::{Deserialize, Serialize};
 
-use crate::hash::{self, ContentHash};
+use crate::rules::hash::{self, ContentHash};
 
 /// secrets-store.csi.x-k8s.io/v1 SecretProviderClassPodStatus (the fields reloads need).
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
