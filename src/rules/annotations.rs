@@ -1,5 +1,7 @@
 //! Annotation keys (all overridable by flags, as upstream) and the few annotation values a workload's
 //! reload decisions need, extracted once when the workload is indexed so the object can be dropped.
+//!
+//! Pure: no client, no I/O.
 
 use std::{
     collections::{BTreeMap, HashMap},

@@ -8,6 +8,8 @@
 //! once discovery finds its API (like Argo Rollouts), and reloaded with the same annotations, records, strategies
 //! and gates as the built-in kinds. Its facts are registered once at startup, before anything reads them, so that
 //! [`crate::rules::keys::WorkloadKind::Configured`] stays a small `Copy` value: a slot in [`registered`].
+//!
+//! No client, no I/O: the registry is filled from the flags; discovery and watching are the controller's.
 
 use std::sync::OnceLock;
 

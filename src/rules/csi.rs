@@ -3,6 +3,8 @@
 //! per pod). Upstream hashes each status (§3.1) and compares old and new of the same object; with one status
 //! per pod, a lagging pod could otherwise flip the class back and forth, so only a change of one status object's
 //! own hash moves the class's hash (a new pod's status only seeds an unknown class).
+//!
+//! Pure: no client, no I/O; the controller watches the status objects and hands them in.
 
 use std::collections::HashMap;
 

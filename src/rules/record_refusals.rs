@@ -2,6 +2,8 @@
 //! `patch` on CronJobs and Jobs). A refusal stands for [`RECHECK`]; then the record is tried again with the next
 //! write there, so a Role fixed later is seen without a restart. Reloads never depend on it. Kept in
 //! [`crate::http::Health`]: the same refusals that skip the record are what `/readyz` reports as degraded.
+//!
+//! No client, no I/O: a table the writer consults and fills, the caller passes `now`.
 
 use std::{
     collections::HashMap,
