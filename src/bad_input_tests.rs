@@ -9,15 +9,13 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::apps::v1::Deployment;
 use serde_json::json;
 
-use crate::{
-    annotations::AnnotationKeys,
-    constants::annotation::{APPLIED_HASHES, LAST_RELOADED_FROM, PAUSED_AT, ROLLOUT_STRATEGY},
-    decision::DecisionSettings,
-    hash::ContentHash,
-    index::{Baseline, ConfigFacts, ConfigKey, Index},
-    pause,
-    resource::ConfigKind,
+use crate::rules::{
+    annotations::AnnotationKeys, decision::DecisionSettings, hash::ContentHash, pause, resource::ConfigKind,
     strategy::ReloadStrategy,
+};
+use crate::{
+    constants::annotation::{APPLIED_HASHES, LAST_RELOADED_FROM, PAUSED_AT, ROLLOUT_STRATEGY},
+    index::{Baseline, ConfigFacts, ConfigKey, Index},
     workload::summarise,
 };
 
@@ -84,7 +82,7 @@ fn deployment(name: &str, metadata: serde_json::Value, template: serde_json::Val
 fn cfg(hash: u8) -> (ConfigKey, ConfigFacts) {
     let data: BTreeMap<String, String> = [("k".to_owned(), hash.to_string())].into();
     let key = ConfigKey { kind: ConfigKind::ConfigMap, namespace: "ns".into(), name: "cfg".into() };
-    (key, ConfigFacts::live(crate::hash::configmap(Some(&data), None), false, false))
+    (key, ConfigFacts::live(crate::rules::hash::configmap(Some(&data), None), false, false))
 }
 
 #[test]

@@ -38,7 +38,7 @@ pub mod annotation {
     /// only: the next scheduled run uses the new content).
     pub const CRONJOB_RELOAD: &str = "reloader.stakater.com/cronjob-reload";
     /// Ours (issue 29), written on a workload by the `evict-pods`/`delete-pods` strategies: its pods created before
-    /// this time are still to restart (`crate::pod_restarts`); removed once none is left.
+    /// this time are still to restart (`crate::rules::pod_restarts`); removed once none is left.
     pub const RESTART_PODS_CREATED_BEFORE: &str = "reloader.stakater.com/restart-pods-created-before";
     /// `kubectl rollout restart`'s mark on a pod template: the `restart` strategy writes it.
     pub const RESTARTED_AT: &str = "kubectl.kubernetes.io/restartedAt";
@@ -52,7 +52,7 @@ pub mod annotation {
     pub const ROLLOUT_WAVE: &str = "reloader.stakater.com/rollout-wave";
     /// Ours (issue 17), on a workload: `"true"`/`"false"` overrides `--halt-on-failed-rollout` for it.
     pub const HALT_ON_FAILED_ROLLOUT: &str = "reloader.stakater.com/halt-on-failed-rollout";
-    /// Ours (issue 17), on a workload: when its reloads may happen (`crate::window`).
+    /// Ours (issue 17), on a workload: when its reloads may happen (`crate::rules::window`).
     pub const RELOAD_WINDOW: &str = "reloader.stakater.com/reload-window";
     /// Ours (issue 17), on a ConfigMap/Secret/SecretProviderClass: the hold id of a halted change, to release it.
     pub const RELEASE_HOLD: &str = "reloader.stakater.com/release-hold";

@@ -67,7 +67,7 @@ pub struct Health {
     /// Kinds and namespaces where the restart-safety record may not be written: reloads go on, but a change made
     /// while the controller is down is not applied there at its restart. Reported in `/readyz`'s body as
     /// degraded, never as not ready.
-    pub records_refused: crate::record_refusals::RecordRefusals,
+    pub records_refused: crate::rules::record_refusals::RecordRefusals,
 }
 
 impl Default for Health {
@@ -351,7 +351,7 @@ mod tests {
         let h = Health::with_bound(Duration::ZERO);
         h.set_synced();
         let now = Instant::now();
-        h.records_refused.note(crate::keys::WorkloadKind::CronJob, &"shop".into(), now);
+        h.records_refused.note(crate::rules::keys::WorkloadKind::CronJob, &"shop".into(), now);
         assert_eq!(
             h.readiness(now),
             Ok("ok\ndegraded (reloads go on): restart-safety record not written:\n\

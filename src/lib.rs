@@ -1,8 +1,9 @@
 //! reloader: rolls out Kubernetes workloads when the ConfigMaps and Secrets they use change — a drop-in
 //! replacement for Stakater Reloader.
 //!
-//! Functional core (no client, no clock): [`annotations`], [`references`], [`hash`], [`decision`],
-//! [`strategy`]. Imperative shell: [`index`], [`controller`], [`workload`].
+//! Functional core (no client, no I/O, no clock): [`rules`]. Imperative shell: [`index`], [`controller`],
+//! [`workload`], [`client`], [`events`], [`alerts`], [`explain`]. The rest of this level is the process:
+//! [`config`], [`metrics`], [`http`], [`logging`], [`leader`] and their helpers.
 
 /// Implements `kube::Resource` for a slim namespaced type with a `metadata` field (custom resources we read
 /// only a few fields of: Argo Rollouts, DeploymentConfigs, CSI objects).
@@ -36,39 +37,22 @@ macro_rules! impl_namespaced_resource {
 
 pub mod alerts;
 pub mod allocator;
-pub mod annotations;
 pub mod build_info;
 pub mod client;
 pub mod config;
-pub mod configured_kinds;
 pub mod constants;
 pub mod controller;
-pub mod csi;
-pub mod decision;
-pub mod duration;
 pub mod events;
 pub mod explain;
-pub mod gates;
-pub mod hash;
 pub mod hash_key;
 pub mod http;
 pub mod index;
-pub mod keyprints;
-pub mod keys;
 pub mod leader;
 pub mod logging;
 pub mod metainfo;
 pub mod metrics;
-pub mod pause;
-pub mod pod_restarts;
 pub mod ratelimit;
-pub mod record_refusals;
-pub mod references;
-pub mod resource;
-pub mod selector;
-pub mod strategy;
-pub mod values;
-pub mod window;
+pub mod rules;
 pub mod workload;
 
 #[cfg(test)]

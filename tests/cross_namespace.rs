@@ -251,6 +251,6 @@ async fn another_namespaces_resource_reloads_a_workload_only_with_its_consent() 
     let value = Kind::Deployment.env(&consumer, "web", "app", &format!("{prefix}_CREDS_SECRET")).await;
     let plain = secret_hash(&[("password", "3")]);
     let uid = api::<Secret>(&owner).get("creds").await.expect("secret").metadata.uid.expect("uid");
-    let sealed = reloader::hash::ContentHash::parse_hex(&plain).expect("hex").sealed(uid.as_bytes()).to_string();
+    let sealed = reloader::rules::hash::ContentHash::parse_hex(&plain).expect("hex").sealed(uid.as_bytes()).to_string();
     assert_eq!(value.as_deref(), Some(sealed.as_str()), "the plain SHA-1 is {plain}");
 }

@@ -12,7 +12,7 @@ use kube::api::ListParams;
 use serde_json::json;
 
 fn spc_hash(class: &str, version: &str) -> String {
-    reloader::hash::secret_provider_class(class, [("secret/db", version), ("secret/api", "7")]).to_string()
+    reloader::rules::hash::secret_provider_class(class, [("secret/db", version), ("secret/api", "7")]).to_string()
 }
 
 #[tokio::test]

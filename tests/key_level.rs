@@ -68,7 +68,7 @@ fn forms() -> Vec<(&'static str, Value, bool)> {
 /// Upstream's ConfigMap hash over key `a` only: what a key-level reader records.
 fn hash_of_a(value: &str) -> String {
     let data = BTreeMap::from([("a".to_owned(), value.to_owned())]);
-    reloader::hash::configmap(Some(&data), None).to_string()
+    reloader::rules::hash::configmap(Some(&data), None).to_string()
 }
 
 /// What the workload's template records for `kind`/`name` in this strategy.
@@ -173,7 +173,7 @@ async fn each_form_rolls_for_its_keys_only(strategy: &str) {
     Kind::Deployment.wait_revisions(&ns, "secret-reader", 2).await;
     Kind::Deployment.stays_at_revisions(&ns, "secret-reader", 2).await;
     let data = BTreeMap::from([("password".to_owned(), ByteString(b"p2".to_vec()))]);
-    let expected = reloader::hash::secret(Some(&data)).to_string();
+    let expected = reloader::rules::hash::secret(Some(&data)).to_string();
     assert_eq!(recorded(&ns, "secret-reader", "STAKATER_DB_SECRET", annotations).await, Some(expected));
     drop(reloader);
 }

@@ -215,7 +215,7 @@ fn broken_installs_fail_at_render_time_with_the_reason() {
 #[test]
 fn duration_values_render_exactly_when_the_flag_accepts_them() {
     for value in ["0", "0s", "1.5s", ".5s", "1h30m", "200ms", "+2s", "10x", "-1s", "5", "s"] {
-        let flag_accepts = reloader::duration::parse_go_duration(value).is_ok();
+        let flag_accepts = reloader::rules::duration::parse_go_duration(value).is_ok();
         for key in ["reloader.coalesceWindow", "reloader.rollouts.timeout"] {
             let set = format!("{key}={value}");
             let renders = template_text("reloader", "reloader", &["--set-string", &set]).is_ok();

@@ -63,7 +63,7 @@ const K1: &str = "first-hash-key-0123456789";
 const K2: &str = "second-hash-key-0123456789";
 
 fn keyed(plain: &str, key: &str) -> String {
-    let hash = reloader::hash::ContentHash::parse_hex(plain).expect("hex");
+    let hash = reloader::rules::hash::ContentHash::parse_hex(plain).expect("hex");
     hash.sealed(key.as_bytes()).to_string()
 }
 

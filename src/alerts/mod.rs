@@ -120,7 +120,7 @@ impl Alerter {
     }
 
     /// Queues upstream's `--webhook-url` POST (sent instead of reloading) for a change of `config`.
-    pub fn webhook(&self, config: &crate::index::ConfigKey, changed: Option<&crate::keyprints::ChangedKeys>) {
+    pub fn webhook(&self, config: &crate::index::ConfigKey, changed: Option<&crate::rules::keyprints::ChangedKeys>) {
         let body = payload::webhook_body(&config.kind.to_string(), &config.name, &config.namespace, changed);
         self.enqueue(Job::Webhook(body));
     }

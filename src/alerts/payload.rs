@@ -3,7 +3,7 @@
 use serde::Serialize;
 use serde_json::json;
 
-use crate::keyprints::ChangedKeys;
+use crate::rules::keyprints::ChangedKeys;
 
 /// Slack attachment, fields in upstream's order.
 #[derive(Serialize)]

@@ -1,7 +1,8 @@
 //! The annotation-key flags: every key a workload or resource annotation uses can be renamed, as upstream's
 //! flags allow (plus v2's exclude and SecretProviderClass keys, and ours).
 
-use crate::{annotations::AnnotationKeys, constants::annotation as default};
+use crate::constants::annotation as default;
+use crate::rules::annotations::AnnotationKeys;
 
 /// Annotation key overrides (upstream v1 flags, plus v2's exclude and SecretProviderClass ones).
 #[derive(clap::Args, Debug, Clone)]

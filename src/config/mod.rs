@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::{ArgAction, Parser, ValueEnum};
 
-use crate::strategy::{ReloadStrategy, RolloutStrategy};
+use crate::rules::strategy::{ReloadStrategy, RolloutStrategy};
 
 /// `--log-format`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
@@ -66,7 +66,7 @@ pub fn parse_bool(value: &str) -> Result<bool, String> {
 }
 
 pub(crate) fn parse_duration(value: &str) -> Result<Duration, String> {
-    crate::duration::parse_go_duration(value).map_err(|e| format!("{e} (a Go duration such as 500ms, 5s, 1m)"))
+    crate::rules::duration::parse_go_duration(value).map_err(|e| format!("{e} (a Go duration such as 500ms, 5s, 1m)"))
 }
 
 /// `--kube-api-qps`: a finite rate ≥ 0. A negative or NaN value would otherwise switch the limit off unnoticed
@@ -334,14 +334,14 @@ pub enum ConfigError {
     UnknownWorkloadType(String),
     /// An invalid `--workload-kind`.
     #[error(transparent)]
-    WorkloadKind(#[from] crate::configured_kinds::KindError),
+    WorkloadKind(#[from] crate::rules::configured_kinds::KindError),
     /// An invalid label selector.
     #[error("--{flag}: {source}")]
     Selector {
         /// The flag.
         flag: &'static str,
         /// Why.
-        source: crate::selector::SelectorError,
+        source: crate::rules::selector::SelectorError,
     },
 }
 
@@ -397,8 +397,9 @@ impl Args {
             ignored_kinds.push(t);
         }
         let global = self.watch_scope() == WatchScope::All;
-        let selector =
-            |flag, v: &[String]| crate::selector::normalise(v).map_err(|source| ConfigError::Selector { flag, source });
+        let selector = |flag, v: &[String]| {
+            crate::rules::selector::normalise(v).map_err(|source| ConfigError::Selector { flag, source })
+        };
         let namespace_selector = selector("namespace-selector", &self.namespace_selector)?;
         let resource_label_selector = selector("resource-label-selector", &self.resource_label_selector)?;
         let namespaces_to_ignore: Vec<String> =

@@ -1,7 +1,7 @@
 //! Flag parsing and validation.
 
 use super::*;
-use crate::annotations::AnnotationKeys;
+use crate::rules::annotations::AnnotationKeys;
 
 fn parse(args: &[&str]) -> Result<Args, clap::Error> {
     Args::try_parse_from(std::iter::once("reloader").chain(args.iter().copied()))

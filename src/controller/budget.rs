@@ -14,7 +14,7 @@
 //! admitting N more on top of them.
 //!
 //! Rollouts are tracked whatever the limit (a map entry per rolling workload): one still in progress after
-//! `--rollout-timeout` counts as failed for the health gate (`crate::gates`) until it completes or is written
+//! `--rollout-timeout` counts as failed for the health gate (`crate::rules::gates`) until it completes or is written
 //! again — StatefulSets and DaemonSets have no deadline condition of their own. A failed rollout (a Deployment's
 //! `ProgressDeadlineExceeded`) frees its slot.
 

@@ -296,11 +296,12 @@ async fn discover(client: &Client, kinds: &[OptionalKind]) -> (Vec<OptionalKind>
     let (mut missing, mut present) = (Vec::new(), Vec::new());
     for kind in kinds {
         let served = match client.list_api_group_resources(kind.group_version).await {
-            Ok(list) => match kind.configured.and_then(|slot| Some((slot, crate::configured_kinds::get(slot)?))) {
+            Ok(list) => match kind.configured.and_then(|slot| Some((slot, crate::rules::configured_kinds::get(slot)?)))
+            {
                 // A configured kind is found by its kind; its CRD says its plural.
                 Some((slot, configured)) => {
                     let found = list.resources.iter().find(|r| r.kind == configured.kind && !r.name.contains('/'));
-                    found.inspect(|r| crate::configured_kinds::set_plural(slot, &r.name)).is_some()
+                    found.inspect(|r| crate::rules::configured_kinds::set_plural(slot, &r.name)).is_some()
                 }
                 None => list.resources.iter().any(|r| r.name == kind.plural),
             },

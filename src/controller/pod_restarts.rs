@@ -1,4 +1,4 @@
-//! The controller's half of `evict-pods` and `delete-pods` (`crate::pod_restarts`): one step per reconcile of a
+//! The controller's half of `evict-pods` and `delete-pods` (`crate::rules::pod_restarts`): one step per reconcile of a
 //! workload whose boundary says pods are still to restart — list its pods, keep its own (the owner chain), restart
 //! the oldest when every other is there and Ready, and come back through the queue (the one owner of retries)
 //! until none is left; then remove the boundary. Everything it decides is read from the cluster, so a restart or
@@ -22,12 +22,12 @@ use kube::{
 use tracing::{debug, info, warn};
 
 use super::{Context, reconcile_error::Error};
-use crate::{
+use crate::rules::{
     gates::{self, Wait},
     pod_restarts::{Boundary, Hold, PodFacts, Step, next_step, pods_to_record},
     strategy::RolloutStrategy,
-    workload::{self, WorkloadKey},
 };
+use crate::workload::{self, WorkloadKey};
 
 /// How often a waiting restart looks again at first: a replacement usually comes within a few looks.
 const WAIT_POLL: Duration = Duration::from_secs(2);

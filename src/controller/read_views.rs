@@ -11,10 +11,8 @@ use kube::{Api, Resource, api::ListParams};
 use serde::de::DeserializeOwned;
 
 use super::{Context, configmap_facts, secret_facts};
-use crate::{
-    index::{ConfigKey, configmap_views, secret_views},
-    resource::ConfigKind,
-};
+use crate::index::{ConfigKey, configmap_views, secret_views};
+use crate::rules::resource::ConfigKind;
 
 /// Reads each resource and adds the wanted views of it to the index.
 pub(super) async fn read_views(ctx: &Context, configs: &[ConfigKey]) -> Result<(), kube::Error> {

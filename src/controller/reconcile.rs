@@ -8,11 +8,13 @@ use std::{
 use tracing::{debug, info, warn};
 
 use super::{Context, queue::Trigger, reconcile_error::Error};
+use crate::rules::{
+    pause::{self, PauseAction},
+    strategy::{RolloutStrategy, TemplateChange, encode_applied_hashes},
+};
 use crate::{
     constants::APPLIED_HASHES_BUDGET,
     index::PlannedReload,
-    pause::{self, PauseAction},
-    strategy::{RolloutStrategy, TemplateChange, encode_applied_hashes},
     workload::{self, WorkloadKey, WorkloadKind, WorkloadWrite},
 };
 
@@ -90,7 +92,7 @@ struct Decided<'a> {
     /// A Deployment's `pause-period` action: the `paused-at` key and what to do.
     pause: Option<(&'a str, PauseAction)>,
     /// `evict-pods`/`delete-pods`: the boundary written instead of a template change.
-    pod_boundary: Option<crate::pod_restarts::Boundary>,
+    pod_boundary: Option<crate::rules::pod_restarts::Boundary>,
 }
 
 /// Applies the rules that come before a write to `plan` (triggered at `seen`): `None` when nothing is to be written
@@ -165,9 +167,9 @@ fn decide<'a>(
     // when seen. It never moves back, and keeps the pod count restarts in progress recorded.
     let pod_boundary = (rollout_strategy.restarts_pods() && !plan.reloads.is_empty()).then(|| {
         let changes = plan.reloads.iter().map(|r| r.written_at.unwrap_or(seen));
-        let at = crate::pod_restarts::boundary(changes.max().unwrap_or(seen));
+        let at = crate::rules::pod_restarts::boundary(changes.max().unwrap_or(seen));
         let current = ctx.index().pod_restart(key).map(|(b, _)| b);
-        crate::pod_restarts::Boundary::advanced(current.as_ref(), at)
+        crate::rules::pod_restarts::Boundary::advanced(current.as_ref(), at)
     });
     Some(Decided { plan, uid, rollout_strategy, cronjob_reload, pause, pod_boundary })
 }
@@ -239,7 +241,7 @@ async fn write(
                       restart-safety record is not written there (tried again every {} minutes), so a change made \
                       while the controller is down is not applied to {} workloads that were never reloaded \
                       ({message})", key.kind.api_resource(), key.namespace,
-                      crate::record_refusals::RECHECK.as_secs() / 60, key.kind);
+                      crate::rules::record_refusals::RECHECK.as_secs() / 60, key.kind);
             } else {
                 debug!(kind = %key.kind, namespace = %key.namespace, "the restart-safety record is still refused");
             }

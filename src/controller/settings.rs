@@ -3,12 +3,11 @@
 use std::{sync::Arc, time::Duration};
 
 use super::{Source, WatchPlan};
+use crate::rules::{
+    annotations::AnnotationKeys, decision::DecisionSettings, resource::ConfigKind, strategy::ReloadStrategy,
+};
 use crate::{
-    annotations::AnnotationKeys,
     config::{Args, ConfigError},
-    decision::DecisionSettings,
-    resource::ConfigKind,
-    strategy::ReloadStrategy,
     workload::WorkloadKind,
 };
 
@@ -46,7 +45,7 @@ pub struct Settings {
     /// `--reload-strategy`.
     pub strategy: ReloadStrategy,
     /// `--rollout-strategy`: for workloads whose `rollout-strategy` annotation names none.
-    pub rollout_strategy: crate::strategy::RolloutStrategy,
+    pub rollout_strategy: crate::rules::strategy::RolloutStrategy,
     /// Decision settings (`--auto-reload-all`).
     pub decisions: DecisionSettings,
     /// Concurrent patches.
@@ -106,16 +105,16 @@ impl Settings {
             .workload_kinds
             .iter()
             .filter(|v| !v.trim().is_empty())
-            .map(|v| crate::configured_kinds::ConfiguredKind::parse(v))
+            .map(|v| crate::rules::configured_kinds::ConfiguredKind::parse(v))
             .collect::<Result<_, _>>()?;
-        crate::configured_kinds::register(configured)?;
-        for (slot, kind) in crate::configured_kinds::registered().iter().enumerate() {
-            let slot = u8::try_from(slot).map_err(|_| crate::configured_kinds::KindError::TooMany)?;
+        crate::rules::configured_kinds::register(configured)?;
+        for (slot, kind) in crate::rules::configured_kinds::registered().iter().enumerate() {
+            let slot = u8::try_from(slot).map_err(|_| crate::rules::configured_kinds::KindError::TooMany)?;
             let source: &'static [Source] = Box::leak(Box::new([Source::Workload(WorkloadKind::Configured(slot))]));
             optional.push(OptionalKind {
                 sources: source,
                 group_version: kind.api_version,
-                plural: crate::configured_kinds::plural(slot),
+                plural: crate::rules::configured_kinds::plural(slot),
                 configured: Some(slot),
             });
         }
@@ -171,7 +170,7 @@ impl Settings {
             rollout_strategy: args.rollout_strategy,
             decisions: DecisionSettings {
                 auto_reload_all: args.auto_reload_all,
-                keys_used: args.reload_on == crate::annotations::RELOAD_ON_KEYS_USED,
+                keys_used: args.reload_on == crate::rules::annotations::RELOAD_ON_KEYS_USED,
                 namespace: Default::default(),
                 cross_namespace: args.allow_cross_namespace_references,
             },

@@ -20,16 +20,18 @@ use super::{
     translate::translate,
     watch::{NamespaceValues, Observed, Source, StreamInfo, WatchPlan},
 };
-use crate::{
+use crate::rules::{
     annotations::AnnotationKeys,
-    config::WatchScope,
-    constants::{CONFIG_LIST_PAGE_SIZE, SECRET_FIELD_SELECTOR, TRUE, WORKLOAD_LIST_PAGE_SIZE},
     csi::{SecretProviderClass, SecretProviderClassPodStatus},
     hash,
-    index::{ConfigFacts, ConfigKey, KeyRegistry, KeyView, configmap_views, secret_views},
     keyprints::{KeyDigest, configmap_digest, secret_digest},
     references::KeySet,
     resource::ConfigKind,
+};
+use crate::{
+    config::WatchScope,
+    constants::{CONFIG_LIST_PAGE_SIZE, SECRET_FIELD_SELECTOR, TRUE, WORKLOAD_LIST_PAGE_SIZE},
+    index::{ConfigFacts, ConfigKey, KeyRegistry, KeyView, configmap_views, secret_views},
     workload::{Lean, WorkloadKey, WorkloadObject, kinds::KindVisitor, kinds::visit, summarise},
 };
 

@@ -1,4 +1,4 @@
-//! Workloads whose reload waits at a rollout gate (issue 17, `crate::gates`): held after a failed rollout of the
+//! Workloads whose reload waits at a rollout gate (issue 17, `crate::rules::gates`): held after a failed rollout of the
 //! same change, behind a lower wave, or outside their reload window. Nothing here is the source of truth — the
 //! gates are decided from the index each time a workload is planned, so a restart decides the same — this only
 //! remembers whom to plan again and when (a window opening, the workload waited for changing), what was already
@@ -13,8 +13,8 @@ use std::{
 use tracing::{info, warn};
 
 use super::Context;
+use crate::rules::gates::{self, Wait};
 use crate::{
-    gates::{self, Wait},
     index::{ConfigKey, PlannedReload},
     workload::WorkloadKey,
 };

@@ -3,12 +3,10 @@
 //! annotations for workloads), dropping the objects: no reflector store of full objects is kept. The streams
 //! themselves are built in `streams.rs`.
 
+use crate::rules::{annotations::AnnotationKeys, keyprints::KeyDigest, resource::ConfigKind};
 use crate::{
-    annotations::AnnotationKeys,
     config::WatchScope,
     index::{ConfigFacts, ConfigKey, KeyView},
-    keyprints::KeyDigest,
-    resource::ConfigKind,
     workload::{WorkloadKey, WorkloadKind, WorkloadSummary},
 };
 
@@ -95,7 +93,7 @@ pub enum Observed {
         stream: usize,
         namespace: String,
         name: String,
-        class_hash: Option<(String, crate::hash::ContentHash)>,
+        class_hash: Option<(String, crate::rules::hash::ContentHash)>,
         listed: bool,
     },
     /// A SecretProviderClassPodStatus was deleted (never a trigger, as upstream).
@@ -169,8 +167,8 @@ impl NamespaceValues {
     }
 
     /// The rules they say (invalid values count as absent).
-    pub fn rules(&self) -> crate::decision::NamespaceRules {
-        crate::decision::NamespaceRules::from_values(
+    pub fn rules(&self) -> crate::rules::decision::NamespaceRules {
+        crate::rules::decision::NamespaceRules::from_values(
             self.auto.as_deref(),
             self.ignore.as_deref(),
             self.pause.as_deref(),

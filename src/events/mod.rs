@@ -148,7 +148,7 @@ impl EventSink {
         key: &WorkloadKey,
         uid: Option<String>,
         (resource, resource_type): (&str, &str),
-        changed: Option<&crate::keyprints::ChangedKeys>,
+        changed: Option<&crate::rules::keyprints::ChangedKeys>,
         ran: Option<&str>,
     ) {
         let mut note = format!(
@@ -178,9 +178,9 @@ impl EventSink {
 
     /// Ours (issue 17): a reload of the workload waits — `Warning` `RolloutHalted` when the change failed to roll
     /// out elsewhere (the health gate), `Normal` `ReloadDeferred` outside its reload window or behind a wave.
-    pub fn reload_waits(&self, key: &WorkloadKey, uid: Option<String>, wait: &crate::gates::Wait) {
+    pub fn reload_waits(&self, key: &WorkloadKey, uid: Option<String>, wait: &crate::rules::gates::Wait) {
         let (type_, reason) = match wait {
-            crate::gates::Wait::Held { .. } => (EventType::Warning, "RolloutHalted"),
+            crate::rules::gates::Wait::Held { .. } => (EventType::Warning, "RolloutHalted"),
             _ => (EventType::Normal, "ReloadDeferred"),
         };
         self.send(key, uid, type_, reason, "Hold", truncate(wait.to_string()));

@@ -7,7 +7,8 @@ use kube::{
 };
 
 use super::{Target, parse_target, preview, read, render};
-use crate::{config::ExplainArgs, controller::Settings, resource::ConfigKind};
+use crate::rules::resource::ConfigKind;
+use crate::{config::ExplainArgs, controller::Settings};
 
 /// Why `explain` printed no answer.
 #[derive(Debug, thiserror::Error)]

@@ -9,7 +9,7 @@ use kube::{
     discovery::{ApiCapabilities, ApiResource, Discovery, Scope},
 };
 
-use crate::configured_kinds::{self, ConfiguredKind, PRESETS};
+use crate::rules::configured_kinds::{self, ConfiguredKind, PRESETS};
 
 /// Configures the namespaced kind `name` names as kubectl would (`cloneset`, `clonesets`,
 /// `clonesets.apps.kruise.io`) when discovery finds it in an API group (the core group has no workload kinds).

@@ -14,12 +14,14 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::{
+use crate::rules::{
     decision::{DecisionSettings, ReloadDecision},
     hash::ContentHash,
-    index::{Baseline, ConfigFacts, ConfigKey, Index, decide_pair},
     resource::ConfigKind,
     strategy::ReloadStrategy,
+};
+use crate::{
+    index::{Baseline, ConfigFacts, ConfigKey, Index, decide_pair},
     workload::{WorkloadKey, WorkloadKind, WorkloadSummary},
 };
 
@@ -236,7 +238,7 @@ pub fn explain(
     if !settings.cross_namespace {
         // Without the flag such entries are neither read nor indexed (issue 38): each is refused, as named.
         let remote = summary.annotations.remote().filter(|(_, e)| *e.namespace != *key.namespace);
-        let refused = || ReloadDecision::Skip(crate::decision::SkipReason::CrossNamespaceRefused);
+        let refused = || ReloadDecision::Skip(crate::rules::decision::SkipReason::CrossNamespaceRefused);
         resources.extend(remote.map(|(kind, e)| Verdict::new(kind, &e.to_string(), refused(), None)));
     }
     let missing = summary.uses.iter().filter(|used| {
@@ -267,7 +269,7 @@ pub fn explain(
             content: r.value.to_string(),
         });
         let changes = index.gate_changes(key, &plan.reloads, settings, |_| false);
-        let wait = crate::gates::gate(&summary.annotations.gates, gates.halt_default, &changes, gates.now);
+        let wait = crate::rules::gates::gate(&summary.annotations.gates, gates.halt_default, &changes, gates.now);
         let waits = match wait {
             _ if plan.reloads.is_empty() => None,
             _ if crate::workload::spawns_nothing(key.kind, &summary.pause, summary.cronjob_reload) => Some(

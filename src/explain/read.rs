@@ -14,15 +14,13 @@ use super::{
     preview::{self, Content},
     reverse::{Dependents, Surroundings, explain_dependents, plural},
 };
+use crate::rules::{
+    annotations::AnnotationKeys, csi::SecretProviderClass, hash::ContentHash, references::KeySet, resource::ConfigKind,
+};
 use crate::{
-    annotations::AnnotationKeys,
     config::WatchScope,
     controller::{NamespaceValues, Settings, Source, config_flags, configmap_facts, secret_facts},
-    csi::SecretProviderClass,
-    hash::ContentHash,
     index::{Baseline, ConfigFacts, ConfigKey, KeyView, configmap_views, secret_views},
-    references::KeySet,
-    resource::ConfigKind,
     workload::{
         WorkloadKey, WorkloadKind, WorkloadObject, WorkloadSummary,
         kinds::{KindVisitor, visit},
@@ -52,12 +50,12 @@ pub async fn workload(
         if windows || rules { namespace_values(client, namespace, keys).await? } else { Default::default() };
     if windows && summary.annotations.gates.window.is_none() {
         // An invalid window is none, as for the controller.
-        let window = namespace_values.window.as_deref().and_then(|v| crate::window::ReloadWindow::parse(v).ok());
+        let window = namespace_values.window.as_deref().and_then(|v| crate::rules::window::ReloadWindow::parse(v).ok());
         summary.annotations.gates.window = window;
     }
     let rules = if rules { namespace_values.rules() } else { Default::default() };
     summary.annotations.gates.namespace_paused = rules.pause;
-    let decisions = crate::decision::DecisionSettings { namespace: rules, ..settings.decisions };
+    let decisions = crate::rules::decision::DecisionSettings { namespace: rules, ..settings.decisions };
     let watched = settings.watch.config_kinds();
     // Only what the controller would see: the watched kinds, filtered by `--resource-label-selector`.
     let params = match &settings.watch.resource_label_selector {
@@ -158,7 +156,7 @@ pub async fn dependents(
         true => namespace_values(client, namespace, keys).await?.rules(),
         false => Default::default(),
     };
-    let decisions = crate::decision::DecisionSettings { namespace: rules, ..settings.decisions };
+    let decisions = crate::rules::decision::DecisionSettings { namespace: rules, ..settings.decisions };
     Ok(explain_dependents(&config, &around, decisions, settings.strategy))
 }
 

@@ -10,12 +10,14 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::{Verdict, keys_read, preview::ContentChange};
-use crate::{
+use crate::rules::{
     decision::{DecisionSettings, ReloadDecision},
     hash::ContentHash,
-    index::{ConfigFacts, ConfigKey, decide_pair},
     resource::ConfigKind,
     strategy::ReloadStrategy,
+};
+use crate::{
+    index::{ConfigFacts, ConfigKey, decide_pair},
     workload::{WorkloadKey, WorkloadKind, WorkloadSummary},
 };
 

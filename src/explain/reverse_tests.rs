@@ -5,8 +5,9 @@ use serde_json::json;
 
 use super::*;
 use crate::explain::preview::ContentChange;
-use crate::hash::ContentHash;
-use crate::{annotations::AnnotationKeys, workload::summarise};
+use crate::rules::annotations::AnnotationKeys;
+use crate::rules::hash::ContentHash;
+use crate::workload::summarise;
 
 fn workload(name: &str, annotations: serde_json::Value, env_from: &str) -> (WorkloadKey, WorkloadSummary) {
     let d: Deployment = serde_json::from_value(json!({

@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 use serde_json::json;
 
 use super::*;
-use crate::{annotations::AnnotationKeys, workload::summarise};
+use crate::rules::annotations::AnnotationKeys;
+use crate::workload::summarise;
 use k8s_openapi::api::apps::v1::Deployment;
 
 #[test]
@@ -39,7 +40,7 @@ fn targets_take_kubectl_kind_names() {
 }
 
 fn hash_of(value: &str) -> ContentHash {
-    crate::hash::configmap(Some(&BTreeMap::from([("k".to_owned(), value.to_owned())])), None)
+    crate::rules::hash::configmap(Some(&BTreeMap::from([("k".to_owned(), value.to_owned())])), None)
 }
 
 fn config(kind: ConfigKind, name: &str, hash: ContentHash, ignored: bool) -> (ConfigKey, ConfigFacts) {
@@ -187,6 +188,7 @@ fn the_budget_line_follows_what_the_controller_counts() {
     assert!(explained(&summary).ends_with(budget), "{}", explained(&summary));
     let on_delete = WorkloadSummary { rollout: crate::workload::RolloutState::Untracked, ..summary.clone() };
     assert!(!explained(&on_delete).contains("--max-concurrent-rollouts"), "{}", explained(&on_delete));
-    let evicted = WorkloadSummary { rollout_strategy: Some(crate::strategy::RolloutStrategy::EvictPods), ..on_delete };
+    let evicted =
+        WorkloadSummary { rollout_strategy: Some(crate::rules::strategy::RolloutStrategy::EvictPods), ..on_delete };
     assert!(explained(&evicted).ends_with(budget), "{}", explained(&evicted));
 }

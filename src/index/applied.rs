@@ -21,11 +21,9 @@
 use std::collections::HashMap;
 
 use super::{ConfigFacts, ConfigKey, Index, KeyView, Pair, WorkloadPlan, WorkloadState};
+use crate::rules::{hash::ContentHash, references::KeySet, resource::env_var_name};
 use crate::{
-    hash::ContentHash,
     hash_key::HashKey,
-    references::KeySet,
-    resource::env_var_name,
     workload::{HashRecord, WorkloadSummary},
 };
 

@@ -7,7 +7,7 @@
 use std::{collections::VecDeque, sync::Arc};
 
 use super::{ConfigFacts, ConfigKey, ConfigUpdate, Index};
-use crate::{
+use crate::rules::{
     hash::ContentHash,
     keyprints::{ChangedKeys, KeyDigest, diff},
 };

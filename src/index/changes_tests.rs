@@ -7,14 +7,14 @@ use serde_json::json;
 
 use super::tests::NS;
 use super::*;
-use crate::{
+use crate::rules::{
     annotations::AnnotationKeys,
     decision::DecisionSettings,
     hash,
     keyprints::{ChangedKeys, configmap_digest},
     strategy::ReloadStrategy,
-    workload::summarise,
 };
+use crate::workload::summarise;
 
 fn cfg() -> ConfigKey {
     ConfigKey { kind: ConfigKind::ConfigMap, namespace: NS.into(), name: "cfg".into() }

@@ -2,7 +2,7 @@
 //! `--reload-on-delete`, the sealed records of deleted Secrets), and which resource streams have listed.
 
 use super::{Baseline, ConfigEntry, ConfigFacts, ConfigKey, ConfigUpdate, DEPARTED_LIMIT, Index};
-use crate::{hash::ContentHash, resource::ConfigKind};
+use crate::rules::{hash::ContentHash, resource::ConfigKind};
 
 impl Index {
     /// Records whether the resource stream of `kind` in `namespace` (`None`: all) has completed a list.

@@ -9,7 +9,7 @@ use serde_json::json;
 use super::record_tests::with_applied_hashes;
 use super::tests::{NS, cm, deployment};
 use super::*;
-use crate::{decision::DecisionSettings, strategy::ReloadStrategy};
+use crate::rules::{decision::DecisionSettings, strategy::ReloadStrategy};
 
 const REMOTE: &str = "istio-system";
 
@@ -51,7 +51,7 @@ fn a_cross_namespace_entry_reloads_with_the_flag_and_the_resources_consent() {
     assert_eq!(plan.reloads.len(), 1);
     let r = &plan.reloads[0];
     assert_eq!((r.pair.1.as_str(), r.container.as_str(), r.value), ("istio-system/stable-tag", "app", v2.hash));
-    assert_eq!(crate::resource::env_var_name(r.pair.0, &r.pair.1), "STAKATER_ISTIO_SYSTEM_STABLE_TAG_CONFIGMAP");
+    assert_eq!(crate::rules::resource::env_var_name(r.pair.0, &r.pair.1), "STAKATER_ISTIO_SYSTEM_STABLE_TAG_CONFIGMAP");
     let record = BTreeMap::from([((ConfigKind::ConfigMap, "istio-system/stable-tag".to_owned()), v2.hash)]);
     assert_eq!(plan.applied_hashes, Some(record));
     index.mark_written(&wk, &plan);
@@ -136,7 +136,9 @@ fn a_remote_secret_is_written_keyed_never_as_its_plain_sha1() {
         let key = ConfigKey { kind: ConfigKind::Secret, namespace: REMOTE.into(), name: "db".into() };
         (
             key,
-            ConfigFacts::live(crate::hash::secret(Some(&data)), false, false).sealed_by("uid-db").consenting(Some("*")),
+            ConfigFacts::live(crate::rules::hash::secret(Some(&data)), false, false)
+                .sealed_by("uid-db")
+                .consenting(Some("*")),
         )
     };
     for hash_key in [None, crate::hash_key::HashKey::from_bytes(b"hash-key-0123456789")] {

@@ -1,4 +1,4 @@
-//! The facts rollout gates (`crate::gates`) need from the index: for each resource a workload is about to be
+//! The facts rollout gates (`crate::rules::gates`) need from the index: for each resource a workload is about to be
 //! reloaded for, the other workloads that reload for it, their waves and rollouts, and whether they already run
 //! its current content. Read from the index alone, so the answer is the same after a restart (level-triggered:
 //! a held change stays held while the failed workload stays failed and records that content).
@@ -6,16 +6,16 @@
 use std::collections::HashSet;
 
 use super::{ConfigKey, Index, PlannedReload, WorkloadState, applied, decide_pair};
-use crate::{
+use crate::rules::{
     decision::{DecisionSettings, NamespaceRules, ReloadDecision},
     gates::{Change, Peer, hold_id},
-    workload::{RolloutState, WorkloadKey},
 };
+use crate::workload::{RolloutState, WorkloadKey};
 
 impl Index {
     /// A workload's rollout gates (issue 17); without a window of its own, its namespace's; and whether its
     /// namespace pauses it.
-    pub fn workload_gates(&self, key: &WorkloadKey) -> Option<crate::gates::RolloutGates> {
+    pub fn workload_gates(&self, key: &WorkloadKey) -> Option<crate::rules::gates::RolloutGates> {
         let mut gates = self.workloads.get(key).map(|s| s.summary.annotations.gates.clone())?;
         if gates.window.is_none() {
             gates.window = self.namespace_windows.get(&*key.namespace).cloned();
@@ -46,7 +46,11 @@ impl Index {
     }
 
     /// Sets (or with `None` clears) a namespace's reload window; true when it changed.
-    pub fn set_namespace_window(&mut self, namespace: &str, window: Option<crate::window::ReloadWindow>) -> bool {
+    pub fn set_namespace_window(
+        &mut self,
+        namespace: &str,
+        window: Option<crate::rules::window::ReloadWindow>,
+    ) -> bool {
         match window {
             Some(w) => self.namespace_windows.insert(namespace.to_owned(), w.clone()).is_none_or(|old| old != w),
             None => self.namespace_windows.remove(namespace).is_some(),
@@ -139,7 +143,8 @@ mod tests {
 
     use super::super::tests::{NS, cm, deployment, full_plan};
     use super::*;
-    use crate::{gates::Wait, index::Baseline};
+    use crate::index::Baseline;
+    use crate::rules::gates::Wait;
 
     fn wave(name: &str, wave: &str) -> (WorkloadKey, crate::workload::WorkloadSummary) {
         deployment(
@@ -168,7 +173,7 @@ mod tests {
         let now = jiff::Timestamp::UNIX_EPOCH;
         let changes = index.gate_changes(&web, &web_plan.reloads, settings, |_| false);
         assert_eq!(changes[0].peers.iter().map(|p| p.key.name.as_str()).collect::<Vec<_>>(), ["db"]);
-        let wait = crate::gates::gate(&gates, false, &changes, now);
+        let wait = crate::rules::gates::gate(&gates, false, &changes, now);
         assert!(matches!(wait, Some(Wait::Wave { behind: (ref k, 0), .. }) if *k == db), "{wait:?}");
         // db written: it runs the content; its rollout in progress still holds web back.
         index.mark_written(&db, &db_plan);
@@ -186,7 +191,7 @@ mod tests {
         index2.mark_rejected(&db2, &rejected_plan);
         let changes = index2.gate_changes(&web, &web_plan.reloads, settings, |_| false);
         assert!(changes[0].peers.is_empty(), "{changes:?}");
-        assert_eq!(crate::gates::gate(&gates, false, &changes, now), None);
+        assert_eq!(crate::rules::gates::gate(&gates, false, &changes, now), None);
         assert_eq!(&*db2.namespace, NS);
     }
 }

@@ -8,9 +8,8 @@ use serde_json::json;
 
 use super::tests::NS;
 use super::*;
-use crate::{
-    annotations::AnnotationKeys, decision::DecisionSettings, hash, strategy::ReloadStrategy, workload::summarise,
-};
+use crate::rules::{annotations::AnnotationKeys, decision::DecisionSettings, hash, strategy::ReloadStrategy};
+use crate::workload::summarise;
 
 fn configmap(pairs: &[(&str, &str)]) -> ConfigMap {
     let data: BTreeMap<String, String> = pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
@@ -36,7 +35,7 @@ fn record(hash: ContentHash) -> String {
     format!("{{\"configmap/cfg\":\"{hash}\"}}")
 }
 
-fn keys_a() -> crate::references::KeySet {
+fn keys_a() -> crate::rules::references::KeySet {
     Arc::from(vec!["a".to_owned()])
 }
 

@@ -26,14 +26,11 @@ pub use views::{KeyRegistry, KeyView, configmap_views, secret_views};
 
 pub use workloads::WorkloadUpdate;
 
-pub use crate::keys::ConfigKey;
+pub use crate::rules::keys::ConfigKey;
 use workloads::WorkloadState;
 
-use crate::{
-    hash::ContentHash,
-    resource::ConfigKind,
-    workload::{WorkloadKey, WorkloadSummary},
-};
+use crate::rules::{hash::ContentHash, resource::ConfigKind};
+use crate::workload::{WorkloadKey, WorkloadSummary};
 
 /// What the index keeps per resource.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -51,7 +48,7 @@ pub struct ConfigFacts {
     /// Deleted, kept as a tombstone because `--reload-on-delete` is on.
     pub deleted: bool,
     /// Its `release-hold` annotation names this content's hold id: a failed rollout of it holds nothing
-    /// (`crate::gates`).
+    /// (`crate::rules::gates`).
     pub released: bool,
     /// When this content was written, in seconds since the epoch as the API server recorded it (0: unknown):
     /// `evict-pods` restarts the pods created before it, whenever the controller sees the change (after a restart,
@@ -59,13 +56,13 @@ pub struct ConfigFacts {
     pub written_second: u32,
     /// The namespaces whose workloads may name it from there (its `allow-references-from` annotation; issue 38):
     /// 8 bytes, null without the annotation.
-    pub consent: crate::decision::ReferenceConsent,
+    pub consent: crate::rules::decision::ReferenceConsent,
 }
 
 /// What the index keeps per resource: its facts and a fingerprint per key (to name changed keys).
 struct ConfigEntry {
     facts: ConfigFacts,
-    prints: crate::keyprints::KeyPrints,
+    prints: crate::rules::keyprints::KeyPrints,
 }
 
 /// How an upsert changed a resource.
@@ -157,9 +154,9 @@ pub struct Index {
     /// The last few content changes of recently changed resources, with the keys they touched.
     recent: changes::RecentChanges,
     /// Namespaces' reload windows (`--namespace-reload-windows`).
-    namespace_windows: HashMap<String, crate::window::ReloadWindow>,
+    namespace_windows: HashMap<String, crate::rules::window::ReloadWindow>,
     /// Namespaces' rules (`--namespace-rules`), those with any set.
-    namespace_rules: HashMap<String, crate::decision::NamespaceRules>,
+    namespace_rules: HashMap<String, crate::rules::decision::NamespaceRules>,
     /// Resource streams that have not completed a list yet (kind, namespace or all): the index does not know
     /// all resources of that kind there, so plans keep what the object records for them.
     unlisted_config_sources: HashSet<(ConfigKind, Option<String>)>,
@@ -182,7 +179,7 @@ impl ConfigFacts {
 
     /// The same facts, with the consent of its `allow-references-from` annotation (`None`: absent).
     pub fn consenting(self, allow_references_from: Option<&str>) -> Self {
-        Self { consent: crate::decision::ReferenceConsent::parse(allow_references_from), ..self }
+        Self { consent: crate::rules::decision::ReferenceConsent::parse(allow_references_from), ..self }
     }
 
     /// The same facts, written at `at` (see [`Self::written_at`]); a time outside `u32` seconds is unknown.
@@ -204,7 +201,7 @@ impl ConfigFacts {
     /// The same facts, released when `release_hold` (the resource's `release-hold` annotation) names this
     /// content's hold id. Call after [`Self::sealed_by`].
     pub fn released_by(self, release_hold: Option<&str>) -> Self {
-        Self { released: release_hold.is_some_and(|v| crate::gates::releases(v, &self.record_hash)), ..self }
+        Self { released: release_hold.is_some_and(|v| crate::rules::gates::releases(v, &self.record_hash)), ..self }
     }
 }
 

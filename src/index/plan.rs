@@ -7,13 +7,15 @@ use super::{
     ConfigFacts, ConfigKey, Index, Pair,
     applied::{applied, has_record, is_form, template_record},
 };
-use crate::{
-    constants::APPLIED_HASHES_BUDGET,
+use crate::rules::{
     decision::{DecisionSettings, ReloadDecision, ReloadReason, ResourceFacts, SkipReason, WorkloadFacts, decide},
     hash::ContentHash,
     keyprints::ChangedKeys,
     resource::{ConfigKind, env_var_name},
     strategy::{ReloadStrategy, applied_hashes_entry_len},
+};
+use crate::{
+    constants::APPLIED_HASHES_BUDGET,
     workload::{WorkloadKey, WorkloadSummary},
 };
 
@@ -40,7 +42,7 @@ pub struct PlannedReload {
     pub written_at: Option<jiff::Timestamp>,
     /// The keys whose change this reload applies (names only), when known; for a key-level reader, those it
     /// reads.
-    pub changed_keys: Option<std::sync::Arc<crate::keyprints::ChangedKeys>>,
+    pub changed_keys: Option<std::sync::Arc<crate::rules::keyprints::ChangedKeys>>,
 }
 
 /// Everything one reconcile of a workload must write.

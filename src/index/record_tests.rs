@@ -162,7 +162,7 @@ fn a_write_echoed_before_it_is_marked_leaves_nothing_pending() {
     let plan = full_plan(&mut index, &wk);
     assert_eq!(plan.reloads.len(), 1);
     // The echo: the template carries the new value, the metadata the new record.
-    let record = crate::strategy::encode_applied_hashes(plan.applied_hashes.as_ref().expect("a record"));
+    let record = crate::rules::strategy::encode_applied_hashes(plan.applied_hashes.as_ref().expect("a record"));
     let env = json!([{"name": "STAKATER_CFG_CONFIGMAP", "value": plan.reloads[0].value.to_string()}]);
     let (_, echoed) = deployment(
         "web",

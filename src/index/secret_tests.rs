@@ -5,7 +5,8 @@ use k8s_openapi::api::apps::v1::Deployment;
 use serde_json::json;
 
 use super::{tests::*, *};
-use crate::{annotations::AnnotationKeys, hash, workload::summarise};
+use crate::rules::{annotations::AnnotationKeys, hash};
+use crate::workload::summarise;
 
 fn secret(name: &str, value: &str, uid: &str) -> (ConfigKey, ConfigFacts) {
     let data = [("k".to_owned(), k8s_openapi::ByteString(value.as_bytes().to_vec()))].into_iter().collect();

@@ -106,7 +106,8 @@ impl ConfigTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{hash::ContentHash, index::ConfigFacts, resource::ConfigKind};
+    use crate::index::ConfigFacts;
+    use crate::rules::{hash::ContentHash, resource::ConfigKind};
 
     fn key(name: &str) -> ConfigKey {
         ConfigKey { kind: ConfigKind::ConfigMap, namespace: "ns".into(), name: name.to_owned() }

@@ -4,9 +4,8 @@ use k8s_openapi::api::apps::v1::Deployment;
 use serde_json::json;
 
 use super::*;
-use crate::{
-    annotations::AnnotationKeys, decision::DecisionSettings, hash, strategy::ReloadStrategy, workload::summarise,
-};
+use crate::rules::{annotations::AnnotationKeys, decision::DecisionSettings, hash, strategy::ReloadStrategy};
+use crate::workload::summarise;
 
 pub(super) const NS: &str = "ns";
 
@@ -286,7 +285,7 @@ fn churn_of_resources_and_namespaces_leaves_every_map_as_it_was() {
         let (_, changed) = cm("cfg", "v2");
         let before_change = index.config(&ck).cloned();
         let update = index.upsert_config(ck.clone(), changed, Baseline::Current);
-        let digest = crate::keyprints::configmap_digest(&k8s_openapi::api::core::v1::ConfigMap::default());
+        let digest = crate::rules::keyprints::configmap_digest(&k8s_openapi::api::core::v1::ConfigMap::default());
         index.observe_keys(&ck, update, before_change, &digest);
         index.delete_config(&ck, false);
         index.delete_workload(&key);

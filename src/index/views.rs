@@ -16,7 +16,7 @@ use std::{
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 
 use super::{ConfigKey, Index, WorkloadSummary};
-use crate::{
+use crate::rules::{
     hash::{self, ContentHash},
     references::KeySet,
 };
@@ -111,7 +111,7 @@ impl Index {
 
     /// Tells the watch streams which key sets of `config` to compute views of: those its key-level readers read.
     pub(super) fn refresh_wanted(&self, config: &ConfigKey) {
-        let mut sets: Vec<crate::references::KeySet> = Vec::new();
+        let mut sets: Vec<crate::rules::references::KeySet> = Vec::new();
         for w in self.referenced_by.get(config).into_iter().flat_map(|r| r.iter()) {
             let Some(state) = self.workloads.get(w).filter(|s| self.key_level(&s.summary)) else { continue };
             let used = state.summary.uses.iter().find(|u| u.kind == config.kind && u.name == config.name);

@@ -8,11 +8,8 @@ use super::{
     applied::{self, Unechoed},
     plan,
 };
-use crate::{
-    hash::ContentHash,
-    values::WorkloadProblem,
-    workload::{WorkloadKey, WorkloadKind, WorkloadSummary},
-};
+use crate::rules::{hash::ContentHash, values::WorkloadProblem};
+use crate::workload::{WorkloadKey, WorkloadKind, WorkloadSummary};
 
 /// How an upsert changed a workload.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -187,7 +184,7 @@ impl Index {
     }
 
     /// The rollout strategy a workload's annotation asks for, if it names one.
-    pub fn rollout_strategy(&self, key: &WorkloadKey) -> Option<crate::strategy::RolloutStrategy> {
+    pub fn rollout_strategy(&self, key: &WorkloadKey) -> Option<crate::rules::strategy::RolloutStrategy> {
         self.workloads.get(key).and_then(|s| s.summary.rollout_strategy)
     }
 
@@ -196,7 +193,7 @@ impl Index {
     pub fn pod_restart(
         &self,
         key: &WorkloadKey,
-    ) -> Option<(crate::pod_restarts::Boundary, Option<crate::strategy::RolloutStrategy>)> {
+    ) -> Option<(crate::rules::pod_restarts::Boundary, Option<crate::rules::strategy::RolloutStrategy>)> {
         let summary = &self.workloads.get(key)?.summary;
         Some((summary.restart_pods_before.clone()?, summary.rollout_strategy))
     }
@@ -207,7 +204,7 @@ impl Index {
     }
 
     /// A workload's pause state.
-    pub fn pause_state(&self, key: &WorkloadKey) -> Option<crate::pause::PauseState> {
+    pub fn pause_state(&self, key: &WorkloadKey) -> Option<crate::rules::pause::PauseState> {
         self.workloads.get(key).map(|s| s.summary.pause.clone())
     }
 

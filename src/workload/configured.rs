@@ -1,4 +1,4 @@
-//! Kinds added by `--workload-kind` (`crate::configured_kinds`, issue 29): one Rust type per slot of the kind
+//! Kinds added by `--workload-kind` (`crate::rules::configured_kinds`, issue 29): one Rust type per slot of the kind
 //! table, [`Configured<SLOT>`], whose API names, pod-template path and status rule are read from the registry. It
 //! keeps only what reloads need — metadata, the pod template, the desired replicas and the status as JSON — and is
 //! written like the other kinds served by CRDs (`custom::write`: a JSON merge patch under a `resourceVersion`
@@ -13,7 +13,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 use super::{RolloutState, WorkloadKind, WorkloadObject, patch::WriteStyle};
-use crate::configured_kinds::{self, ConfiguredKind, StatusRule};
+use crate::rules::configured_kinds::{self, ConfiguredKind, StatusRule};
 
 /// A workload of the configured kind in slot `SLOT`.
 #[derive(Clone, Debug, Default)]

@@ -23,11 +23,8 @@ use super::{
         template_patch_body,
     },
 };
-use crate::{
-    constants::{CRONJOB_INSTANTIATE, annotation::APPLIED_HASHES},
-    hash::ContentHash,
-    strategy::apply_to_template_json,
-};
+use crate::constants::{CRONJOB_INSTANTIATE, annotation::APPLIED_HASHES};
+use crate::rules::{hash::ContentHash, strategy::apply_to_template_json};
 
 impl WorkloadObject for CronJob {
     const KIND: WorkloadKind = WorkloadKind::CronJob;
@@ -52,7 +49,7 @@ impl WorkloadObject for CronJob {
 /// A suspended CronJob spawns nothing for a change (issue 29; upstream spawns a Job anyway, stakater/Reloader#822):
 /// the change is recorded in its `applied-hashes` instead, so resuming it spawns no old reload, and its next
 /// scheduled run uses its template as it is. With `cronjob-reload: patch` its template is patched as always.
-pub fn spawns_nothing(kind: WorkloadKind, pause: &crate::pause::PauseState, reload: CronJobReload) -> bool {
+pub fn spawns_nothing(kind: WorkloadKind, pause: &crate::rules::pause::PauseState, reload: CronJobReload) -> bool {
     kind == WorkloadKind::CronJob && pause.paused && reload == CronJobReload::Spawn
 }
 
@@ -138,11 +135,8 @@ fn job_from(cronjob: &Value, w: &WorkloadWrite<'_>) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{
-        hash::ContentHash,
-        resource::ConfigKind,
-        workload::test_support::{change, env_write},
-    };
+    use crate::rules::{hash::ContentHash, resource::ConfigKind};
+    use crate::workload::test_support::{change, env_write};
 
     #[test]
     fn the_manual_job_has_upstreams_shape_and_keeps_unknown_template_fields() {
@@ -219,7 +213,7 @@ mod tests {
                 Some("Annotation 'reloader.stakater.com/cronjob-reload' only applicable for cronjobs".to_owned())
             )
         );
-        let suspended = crate::pause::PauseState { paused: true, ..Default::default() };
+        let suspended = crate::rules::pause::PauseState { paused: true, ..Default::default() };
         assert!(spawns_nothing(WorkloadKind::CronJob, &suspended, CronJobReload::Spawn));
         assert!(!spawns_nothing(WorkloadKind::CronJob, &suspended, CronJobReload::Patch), "patched as always");
     }

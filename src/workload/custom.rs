@@ -78,16 +78,21 @@ pub(super) async fn write<K: super::WorkloadObject>(
     }
     if !w.changes.is_empty() {
         if w.restart && restart_at {
-            body["spec"] = json!({"restartAt": crate::strategy::argo_restart_at(w.changed_at)});
+            body["spec"] = json!({"restartAt": crate::rules::strategy::argo_restart_at(w.changed_at)});
         } else {
             let current = api.get(&key.name).await?;
             let pointer = K::template_pointer();
             let mut template = current.data.pointer(pointer).cloned().unwrap_or(Value::Null);
             if w.restart {
                 let annotations = &mut template["metadata"]["annotations"];
-                annotations[RESTARTED_AT] = json!(crate::strategy::restarted_at(w.changed_at));
+                annotations[RESTARTED_AT] = json!(crate::rules::strategy::restarted_at(w.changed_at));
             } else {
-                crate::strategy::apply_to_template_json(&mut template, w.strategy, w.changes, w.changed_at.as_second());
+                crate::rules::strategy::apply_to_template_json(
+                    &mut template,
+                    w.strategy,
+                    w.changes,
+                    w.changed_at.as_second(),
+                );
             }
             if K::named_revisions() {
                 rename_revision(&mut template, &key.name, w);
@@ -121,7 +126,7 @@ fn rename_revision(template: &mut Value, service: &str, w: &WorkloadWrite<'_>) {
     }
     let entries = w.changes.iter().map(|c| format!("{}/{}={}", c.kind, c.name, c.hash).into_bytes());
     let at = w.changed_at.to_string().into_bytes();
-    let digest = crate::hash::ContentHash::of_entries(entries.chain([at]).collect()).to_string();
+    let digest = crate::rules::hash::ContentHash::of_entries(entries.chain([at]).collect()).to_string();
     let prefix: String = service.chars().take(63 - 9).collect();
     template["metadata"]["name"] = json!(format!("{prefix}-{}", &digest[..8]));
 }

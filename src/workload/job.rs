@@ -18,7 +18,8 @@ use super::{
     owed_jobs::{CreateRefusal, Dropped, JobUnderName, OwedJob, OwedJobs, Settled, create_refusal, settle},
     patch::{WorkloadWrite, WriteStyle, get_json, json_api, patch_metadata},
 };
-use crate::{constants::annotation::APPLIED_HASHES, strategy::apply_to_template_json};
+use crate::constants::annotation::APPLIED_HASHES;
+use crate::rules::strategy::apply_to_template_json;
 
 impl WorkloadObject for Job {
     const KIND: WorkloadKind = WorkloadKind::Job;
@@ -220,11 +221,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::{
-        hash::ContentHash,
-        resource::ConfigKind,
-        workload::test_support::{change, env_write},
-    };
+    use crate::rules::{hash::ContentHash, resource::ConfigKind};
+    use crate::workload::test_support::{change, env_write};
 
     #[test]
     fn a_recreated_job_keeps_unknown_fields_and_drops_what_the_server_set() {

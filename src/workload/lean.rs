@@ -203,7 +203,7 @@ mod tests {
     /// last. The workload's controller writing its revision annotation or its status does not count.
     #[test]
     fn who_wrote_the_spec_last_is_kept_from_the_managed_fields() {
-        let keys = crate::annotations::AnnotationKeys::default();
+        let keys = crate::rules::annotations::AnnotationKeys::default();
         let ours = |entries| {
             super::super::summarise(&with_managed_fields(entries), &keys).expect("summary").1.spec_written_last_by_us
         };

@@ -10,7 +10,7 @@ use super::{
     kinds::{self, KindVisitor},
     summarise,
 };
-use crate::annotations::AnnotationKeys;
+use crate::rules::annotations::AnnotationKeys;
 
 /// Every workload of `kind` in `namespace` (`None`: in every namespace), summarised.
 pub async fn list_summaries(

@@ -40,7 +40,7 @@ pub use pods::{
 pub use record::HashRecord;
 pub use write::write;
 
-pub use crate::keys::{RolloutState, WorkloadKey, WorkloadKind};
+pub use crate::rules::keys::{RolloutState, WorkloadKey, WorkloadKind};
 
 use k8s_openapi::{
     NamespaceResourceScope, api::core::v1::PodTemplateSpec, apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -48,7 +48,7 @@ use k8s_openapi::{
 use kube::{Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 
-use crate::{
+use crate::rules::{
     annotations::{AnnotationKeys, WorkloadAnnotations},
     hash::ContentHash,
     pause::PauseState,
@@ -129,7 +129,7 @@ pub struct WorkloadSummary {
     pub cronjob_reload: CronJobReload,
     /// `restart-pods-created-before`: its pods created before this are still to restart (`evict-pods`,
     /// `delete-pods`).
-    pub restart_pods_before: Option<crate::pod_restarts::Boundary>,
+    pub restart_pods_before: Option<crate::rules::pod_restarts::Boundary>,
     /// `STAKATER_*` names shared by several resources (`a-b`, `a.b`): their env values cannot tell which
     /// resource they record, so only the metadata record counts for them.
     pub ambiguous_env: Vec<String>,
@@ -214,7 +214,7 @@ pub fn summarise<K: WorkloadObject>(obj: &K, keys: &AnnotationKeys) -> Option<(W
     annotations.problems.extend(problem);
     let restart_pods_before = metadata_annotations
         .and_then(|a| a.get(crate::constants::annotation::RESTART_PODS_CREATED_BEFORE))
-        .and_then(|v| crate::pod_restarts::Boundary::parse(v));
+        .and_then(|v| crate::rules::pod_restarts::Boundary::parse(v));
     // Paused by a user (`kubectl rollout pause`), it rolls nothing until they resume it: not tracked meanwhile, so a
     // template write to it takes no restart-budget slot, never counts as failed for the health gate, and holds no
     // wave. Paused by `pause-period` (`paused-at` set) it is tracked: the controller resumes it, and it rolls then.
@@ -276,7 +276,7 @@ fn pause_problem<K: WorkloadObject>(key: &str, period: Option<&str>) -> Option<W
     let message = if K::KIND != WorkloadKind::Deployment {
         format!("Annotation '{key}' only applicable for deployments")
     } else {
-        let e = crate::duration::parse_go_duration(period).err()?;
+        let e = crate::rules::duration::parse_go_duration(period).err()?;
         format!("annotation {key:?}: {e}; reloads happen without pausing")
     };
     Some(WorkloadProblem { key: key.to_owned(), value: period.to_owned(), message })

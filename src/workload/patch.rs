@@ -13,11 +13,11 @@ use kube::{
 use serde_json::{Value, json};
 
 use super::{WorkloadKey, WorkloadObject, owed_jobs::OwedJobs};
-use crate::{
-    constants::{
-        FIELD_MANAGER,
-        annotation::{APPLIED_HASHES, CRONJOB_RELOAD, RESTART_PODS_CREATED_BEFORE},
-    },
+use crate::constants::{
+    FIELD_MANAGER,
+    annotation::{APPLIED_HASHES, CRONJOB_RELOAD, RESTART_PODS_CREATED_BEFORE},
+};
+use crate::rules::{
     keys::WorkloadKind,
     pause::PauseAction,
     strategy::{self, ReloadStrategy, TemplateChange},
@@ -41,7 +41,7 @@ pub struct WorkloadWrite<'a> {
     /// The `restart` rollout strategy: `kubectl rollout restart`'s mark (`restartedAt` on the template, Argo's
     /// `spec.restartAt`) instead of the reload strategy's; the hashes go to the record only.
     pub restart: bool,
-    /// `evict-pods`/`delete-pods`: the boundary written instead of a template change (`crate::pod_restarts`).
+    /// `evict-pods`/`delete-pods`: the boundary written instead of a template change (`crate::rules::pod_restarts`).
     pub restart_pods_before: Option<String>,
     /// A CronJob's `cronjob-reload` mode: spawn a Job, or patch its job template.
     pub cronjob_reload: CronJobReload,
@@ -208,11 +208,8 @@ pub(super) async fn patch_for_generation<P: serde::Serialize + fmt::Debug>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{
-        hash::ContentHash,
-        resource::ConfigKind,
-        workload::test_support::{change, env_write},
-    };
+    use crate::rules::{hash::ContentHash, resource::ConfigKind};
+    use crate::workload::test_support::{change, env_write};
 
     #[test]
     fn one_patch_carries_record_template_change_and_pause() {

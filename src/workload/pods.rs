@@ -1,4 +1,4 @@
-//! What the `evict-pods` and `delete-pods` strategies (`crate::pod_restarts`) read and write on the workload: the
+//! What the `evict-pods` and `delete-pods` strategies (`crate::rules::pod_restarts`) read and write on the workload: the
 //! label selector that finds its pods, its UID and the pods it should have, read fresh as JSON (every kind,
 //! configured ones too); which of the pods found are its own (the owner chain); and the boundary annotation, its
 //! pod count recorded at the first step, removed once every pod was restarted.
@@ -119,7 +119,7 @@ pub async fn pod_owners(
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct PodReferences {
     /// The union of their pod specs' references, one entry per resource.
-    pub uses: Vec<crate::references::ConfigUse>,
+    pub uses: Vec<crate::rules::references::ConfigUse>,
     /// The first container of the first pod (where a named list's reload would go).
     pub first_container: Option<String>,
 }
@@ -134,7 +134,7 @@ pub async fn pod_uses(client: &Client, key: &WorkloadKey) -> Result<PodReference
     let mut found = PodReferences::default();
     for spec in own.filter_map(|p| p.spec.as_ref()) {
         found.first_container = found.first_container.or_else(|| spec.containers.first().map(|c| c.name.clone()));
-        for u in crate::references::config_uses(spec) {
+        for u in crate::rules::references::config_uses(spec) {
             if !found.uses.iter().any(|known| known.kind == u.kind && known.name == u.name) {
                 found.uses.push(u);
             }

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::{hash::ContentHash, resource::ConfigKind};
+use crate::rules::{hash::ContentHash, resource::ConfigKind};
 
 type Pair = (ConfigKind, String);
 

@@ -5,7 +5,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{constants::ON_DELETE, keys::RolloutState};
+use crate::constants::ON_DELETE;
+use crate::rules::keys::RolloutState;
 
 /// `status` of a custom workload: only what tells whether a rollout is complete (the restart budget, the health
 /// gate). Argo Rollouts write `observedGeneration` as a string, DeploymentConfigs as a number.
@@ -130,12 +131,12 @@ pub fn deployment_config(generation: Option<i64>, desired: i32, status: Option<&
 /// A configured kind (`--workload-kind`), by its preset's status rule (`configured_kinds::StatusRule`).
 /// `replicas`: `spec.replicas` (1 when absent, as Kubernetes defaults it).
 pub fn configured(
-    rule: crate::configured_kinds::StatusRule,
+    rule: crate::rules::configured_kinds::StatusRule,
     generation: Option<i64>,
     replicas: Option<i64>,
     status: Option<&serde_json::Value>,
 ) -> RolloutState {
-    use crate::configured_kinds::StatusRule;
+    use crate::rules::configured_kinds::StatusRule;
     if rule == StatusRule::Untracked {
         return RolloutState::Untracked;
     }
@@ -210,7 +211,7 @@ mod tests {
 
     #[test]
     fn configured_kinds_follow_their_presets_status_rule() {
-        use crate::configured_kinds::StatusRule;
+        use crate::rules::configured_kinds::StatusRule;
         let state = |rule, status: serde_json::Value| configured(rule, Some(3), Some(2), Some(&status));
         let ready = |s: &str, observed: i64| json!({"observedGeneration": observed, "conditions": [{"type": "Ready", "status": s}]});
         assert_eq!(state(StatusRule::ReadyCondition, ready("True", 3)), RolloutState::Complete);

@@ -1,7 +1,7 @@
 //! Shared fixtures for the workload writers' unit tests.
 
 use super::patch::WorkloadWrite;
-use crate::{
+use crate::rules::{
     hash::ContentHash,
     resource::ConfigKind,
     strategy::{ReloadStrategy, TemplateChange},

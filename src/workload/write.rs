@@ -38,7 +38,8 @@ impl<'a, 'w> KindVisitor for Write<'a, 'w> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{strategy::ReloadStrategy, workload::WorkloadKind};
+    use crate::rules::strategy::ReloadStrategy;
+    use crate::workload::WorkloadKind;
 
     /// A reload is one strategic merge PATCH as field manager `reloader`, asking for the metadata only; a
     /// response in either shape (or none decodable) is a success.

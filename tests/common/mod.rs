@@ -254,13 +254,13 @@ pub async fn set_secret_value(ns: &TestNamespace, name: &str, key: &str, value: 
 
 /// Upstream's hash of ConfigMap data given as pairs.
 pub fn configmap_hash(data: &[(&str, &str)]) -> String {
-    reloader::hash::configmap(Some(&string_map(data)), None).to_string()
+    reloader::rules::hash::configmap(Some(&string_map(data)), None).to_string()
 }
 
 /// Upstream's hash of Secret data given as pairs.
 pub fn secret_hash(data: &[(&str, &str)]) -> String {
     let map = data.iter().map(|(k, v)| ((*k).to_owned(), ByteString(v.as_bytes().to_vec()))).collect();
-    reloader::hash::secret(Some(&map)).to_string()
+    reloader::rules::hash::secret(Some(&map)).to_string()
 }
 
 /// Deletes a ConfigMap.

@@ -1,7 +1,7 @@
 //! Faults 8 and 9's pod-restarting workloads: `evict-pods` Deployments (and fault 9's `delete-pods` DaemonSet)
 //! whose reloads restart their pods instead of writing the template.
 //! Their rollouts are pod evictions, seen from the runner's own watch of their pods, and judged by the same rule as
-//! the controller's (`reloader::pod_restarts`), in whole seconds as pods record creation:
+//! the controller's (`reloader::rules::pod_restarts`), in whole seconds as pods record creation:
 //!
 //! - an eviction is **justified** when a content of the workload's resource was acknowledged in or after the
 //!   second the pod was created (it may run older content: the controller's boundary is the second after the

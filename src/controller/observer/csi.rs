@@ -1,15 +1,11 @@
 //! The observer's CSI part: SecretProviderClassPodStatus hashes move their class's hash in the index (see
-//! [`crate::csi`]), and SecretProviderClass annotations set its `ignore`/`match` flags.
+//! [`crate::rules::csi`]), and SecretProviderClass annotations set its `ignore`/`match` flags.
 
 use std::time::Instant;
 
 use super::Observer;
-use crate::{
-    csi::CsiUpdate,
-    hash::ContentHash,
-    index::{Baseline, ConfigFacts, ConfigKey, ConfigUpdate},
-    resource::ConfigKind,
-};
+use crate::index::{Baseline, ConfigFacts, ConfigKey, ConfigUpdate};
+use crate::rules::{csi::CsiUpdate, hash::ContentHash, resource::ConfigKind};
 
 impl Observer {
     pub(super) fn csi_status(

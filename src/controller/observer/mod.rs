@@ -15,10 +15,10 @@ use std::{
 use tracing::{debug, info, warn};
 
 use super::{Context, Observed, Source, StreamInfo};
+use crate::rules::resource::ConfigKind;
 use crate::{
     config::WatchScope,
     index::{Baseline, ConfigUpdate},
-    resource::ConfigKind,
     workload::WorkloadKey,
 };
 use lists::Relists;
@@ -52,7 +52,7 @@ pub(super) struct Observer {
     /// Every stream has listed once or failed: changes are acted on from now on.
     synced: bool,
     /// CSI: each SecretProviderClassPodStatus's last hash.
-    csi: crate::csi::CsiTracker,
+    csi: crate::rules::csi::CsiTracker,
     /// CSI: `ignore`/`match` of each SecretProviderClass, by (namespace, name).
     csi_flags: HashMap<(String, String), (bool, bool)>,
     /// (namespace, annotation) whose value was reported as invalid, with that value (reported once per value).
@@ -88,7 +88,7 @@ impl Observer {
             relisting: Relists::default(),
             selected: HashSet::new(),
             synced: false,
-            csi: crate::csi::CsiTracker::default(),
+            csi: crate::rules::csi::CsiTracker::default(),
             csi_flags: HashMap::new(),
             bad_namespace_values: HashMap::new(),
             fallback: HashSet::new(),

@@ -8,12 +8,10 @@ use std::time::Instant;
 use tracing::{info, warn};
 
 use super::{Lane, Observer};
+use crate::rules::{decision::NamespaceRules, values::parse_go_bool, window::ReloadWindow};
 use crate::{
     constants::annotation::{PAUSE, RELOAD_WINDOW},
     controller::watch::NamespaceValues,
-    decision::NamespaceRules,
-    values::parse_go_bool,
-    window::ReloadWindow,
 };
 
 impl Observer {

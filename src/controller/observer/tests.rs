@@ -6,17 +6,16 @@ use k8s_openapi::api::apps::v1::Deployment;
 use serde_json::json;
 
 use super::*;
+use crate::rules::{
+    annotations::AnnotationKeys, decision::DecisionSettings, hash::ContentHash, strategy::ReloadStrategy,
+};
 use crate::{
-    annotations::AnnotationKeys,
     config::WatchScope,
     constants::annotation::RELOAD_WINDOW,
     controller::watch::NamespaceValues,
     controller::{Settings, WatchPlan, WorkQueue},
-    decision::DecisionSettings,
-    hash::ContentHash,
     index::ConfigKey,
     index::{ConfigFacts, Index},
-    strategy::ReloadStrategy,
     workload::{WorkloadKind, summarise},
 };
 
@@ -64,7 +63,7 @@ fn context_scoped(
         webhook: None,
         keys: Arc::new(AnnotationKeys::default()),
         strategy: ReloadStrategy::EnvVars,
-        rollout_strategy: crate::strategy::RolloutStrategy::Rollout,
+        rollout_strategy: crate::rules::strategy::RolloutStrategy::Rollout,
         decisions: DecisionSettings::default(),
         workers: 1,
         max_backoff: Duration::from_secs(1),
@@ -100,7 +99,7 @@ fn context_scoped(
 
 fn config(name: &str, value: &str, listed: bool) -> Observed {
     let data = [("k".to_owned(), value.to_owned())].into_iter().collect();
-    let hash: ContentHash = crate::hash::configmap(Some(&data), None);
+    let hash: ContentHash = crate::rules::hash::configmap(Some(&data), None);
     let key = ConfigKey { kind: ConfigKind::ConfigMap, namespace: "ns".into(), name: name.into() };
     Observed::Config {
         stream: 0,

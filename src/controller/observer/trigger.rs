@@ -6,10 +6,8 @@ use std::time::Instant;
 use tracing::info;
 
 use super::{Lane, Observer};
-use crate::{
-    index::{ConfigKey, Index},
-    keyprints::ChangedKeys,
-};
+use crate::index::{ConfigKey, Index};
+use crate::rules::keyprints::ChangedKeys;
 
 impl Observer {
     /// A qualifying change of `key`: queue the workloads it may concern, or in `--webhook-url` mode send the

@@ -4,7 +4,7 @@ use super::*;
 
 #[test]
 fn each_kind_gets_the_rollout_strategies_it_can_take() {
-    use crate::keys::WorkloadKind::{CronJob, Deployment, Job, Rollout};
+    use crate::rules::keys::WorkloadKind::{CronJob, Deployment, Job, Rollout};
     use RolloutStrategy as S;
     for s in [S::Rollout, S::Restart, S::EvictPods, S::DeletePods] {
         assert_eq!(s.for_kind(Deployment), s, "{s:?}");

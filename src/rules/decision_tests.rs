@@ -1,8 +1,8 @@
 //! The decision's rules with exact expected reasons (upstream's selection rules, reloader-behaviour.md §1).
 
 use super::*;
-use crate::annotations::{AnnotationKeys, WorkloadAnnotations};
 use crate::constants::annotation as key;
+use crate::rules::annotations::{AnnotationKeys, WorkloadAnnotations};
 use std::collections::BTreeMap;
 
 const CM: ConfigKind = ConfigKind::ConfigMap;

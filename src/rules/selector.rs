@@ -2,6 +2,8 @@
 //! upstream v1's legacy forms are normalised (`key:value` → `key=value`, `key:*`/`key=*` → `key`), elements are
 //! joined with `,`, and the result is validated like Kubernetes' `labels.Parse` before it is sent to the API
 //! server as a watch `labelSelector`.
+//!
+//! Pure: no client, no I/O; the controller sends the result.
 
 /// An invalid selector, with the reason.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

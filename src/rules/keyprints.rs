@@ -2,6 +2,8 @@
 //! changed", names only). The index keeps a fingerprint per key — 4 bytes of its name, 4 of its value — never the
 //! value; a change is compared key by key against the previous fingerprints. Fingerprints only ever name keys in
 //! reports: reload decisions use the content hashes.
+//!
+//! Pure: no client, no I/O.
 
 use std::{fmt, hash::Hasher};
 

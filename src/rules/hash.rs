@@ -2,6 +2,8 @@
 //! over from upstream finds the same `STAKATER_*` values and restarts nothing.
 //!
 //! Every hash is SHA-1 over `k=v` entries sorted byte-wise and joined with `;`, in lower-case hex.
+//!
+//! Pure: no client, no I/O.
 
 use std::{collections::BTreeMap, fmt};
 

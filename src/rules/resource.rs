@@ -1,4 +1,6 @@
 //! The resources whose changes trigger reloads, and the env var names derived from them.
+//!
+//! Pure: no client, no I/O.
 
 use std::fmt;
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
-use crate::duration::parse_go_duration;
+use crate::rules::duration::parse_go_duration;
 
 /// What a workload shows about pausing (a Deployment's pause period; a CronJob's suspension).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -3,13 +3,15 @@
 //! per pod). Upstream hashes each status (§3.1) and compares old and new of the same object; with one status
 //! per pod, a lagging pod could otherwise flip the class back and forth, so only a change of one status object's
 //! own hash moves the class's hash (a new pod's status only seeds an unknown class).
+//!
+//! Pure: no client, no I/O; the controller watches the status objects and hands them in.
 
 use std::collections::HashMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::{Deserialize, Serialize};
 
-use crate::hash::{self, ContentHash};
+use crate::rules::hash::{self, ContentHash};
 
 /// secrets-store.csi.x-k8s.io/v1 SecretProviderClassPodStatus (the fields reloads need).
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]

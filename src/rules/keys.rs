@@ -1,10 +1,12 @@
 //! The identities the rules and the index share, as plain values: which resource, which workload and of what
 //! kind, and where its rollout stands. They sit below every rule that names them (`gates`, `decision`) and the
 //! modules that fill them (`workload`, `index`), so dependencies point one way.
+//!
+//! Pure: no client, no I/O.
 
 use std::{fmt, sync::Arc};
 
-use crate::resource::ConfigKind;
+use crate::rules::resource::ConfigKind;
 
 /// Identity of a ConfigMap, Secret or SecretProviderClass.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -40,7 +42,7 @@ pub enum WorkloadKind {
     Rollout,
     /// apps.openshift.io/v1 DeploymentConfig.
     DeploymentConfig,
-    /// A kind added by `--workload-kind` (issue 29): its slot in [`crate::configured_kinds::registered`].
+    /// A kind added by `--workload-kind` (issue 29): its slot in [`crate::rules::configured_kinds::registered`].
     Configured(u8),
 }
 
@@ -58,14 +60,14 @@ impl WorkloadKind {
 
     /// Every kind: the built-in ones and those configured.
     pub fn all() -> impl Iterator<Item = Self> {
-        let configured = (0..crate::configured_kinds::registered().len()).filter_map(|i| u8::try_from(i).ok());
+        let configured = (0..crate::rules::configured_kinds::registered().len()).filter_map(|i| u8::try_from(i).ok());
         Self::ALL.into_iter().chain(configured.map(Self::Configured))
     }
 
     /// The kind's API version.
     pub fn api_version(self) -> &'static str {
         match self {
-            Self::Configured(slot) => crate::configured_kinds::get(slot).map_or("", |k| k.api_version),
+            Self::Configured(slot) => crate::rules::configured_kinds::get(slot).map_or("", |k| k.api_version),
             Self::Deployment | Self::StatefulSet | Self::DaemonSet => "apps/v1",
             Self::CronJob | Self::Job => "batch/v1",
             Self::Rollout => "argoproj.io/v1alpha1",
@@ -80,8 +82,8 @@ impl WorkloadKind {
     pub fn tracks_rollouts(self) -> bool {
         match self {
             Self::CronJob | Self::Job => false,
-            Self::Configured(slot) => crate::configured_kinds::get(slot)
-                .is_some_and(|k| k.status != crate::configured_kinds::StatusRule::Untracked),
+            Self::Configured(slot) => crate::rules::configured_kinds::get(slot)
+                .is_some_and(|k| k.status != crate::rules::configured_kinds::StatusRule::Untracked),
             _ => true,
         }
     }
@@ -90,7 +92,7 @@ impl WorkloadKind {
     /// instead, and its references read from them).
     pub fn has_pod_template(self) -> bool {
         match self {
-            Self::Configured(slot) => crate::configured_kinds::get(slot).is_none_or(|k| k.has_template()),
+            Self::Configured(slot) => crate::rules::configured_kinds::get(slot).is_none_or(|k| k.has_template()),
             _ => true,
         }
     }
@@ -105,7 +107,7 @@ impl WorkloadKind {
             "job" => Self::Job,
             "rollout" | "ro" => Self::Rollout,
             "deploymentconfig" | "dc" => Self::DeploymentConfig,
-            _ => return crate::configured_kinds::slot_named(name).map(Self::Configured),
+            _ => return crate::rules::configured_kinds::slot_named(name).map(Self::Configured),
         })
     }
 
@@ -125,7 +127,7 @@ impl WorkloadKind {
             Self::Job => "jobs.batch",
             Self::Rollout => "rollouts.argoproj.io",
             Self::DeploymentConfig => "deploymentconfigs.apps.openshift.io",
-            Self::Configured(slot) => crate::configured_kinds::api_resource(slot),
+            Self::Configured(slot) => crate::rules::configured_kinds::api_resource(slot),
         }
     }
 }
@@ -133,7 +135,7 @@ impl WorkloadKind {
 impl fmt::Display for WorkloadKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Configured(slot) => match crate::configured_kinds::get(*slot) {
+            Self::Configured(slot) => match crate::rules::configured_kinds::get(*slot) {
                 Some(k) => f.write_str(k.kind),
                 None => write!(f, "Configured({slot})"),
             },

@@ -1,12 +1,14 @@
 //! What a pod spec uses: for every ConfigMap, Secret and SecretProviderClass it names, the container the
 //! env-vars strategy writes to and how the resource is used. Follows upstream v1's container lookup
 //! (`getContainerUsingResource`, reloader-behaviour.md §4) so the env var lands where upstream puts it.
+//!
+//! Pure: no client, no I/O.
 
 use std::{collections::BTreeSet, fmt, sync::Arc};
 
 use k8s_openapi::api::core::v1::{Container, KeyToPath, PodSpec, Volume};
 
-use crate::resource::ConfigKind;
+use crate::rules::resource::ConfigKind;
 
 /// How a pod spec uses a resource.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

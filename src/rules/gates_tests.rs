@@ -1,5 +1,6 @@
 use super::*;
-use crate::{hash::ContentHash, resource::ConfigKind, workload::WorkloadKind};
+use crate::rules::{hash::ContentHash, resource::ConfigKind};
+use crate::workload::WorkloadKind;
 
 fn w(name: &str) -> WorkloadKey {
     WorkloadKey { kind: WorkloadKind::Deployment, namespace: "ns".into(), name: name.into() }

@@ -4,10 +4,12 @@
 //!
 //! A configured kind is any namespaced object that embeds a pod template (default path `spec.template`), or with
 //! `=-` one that does not (StrimziPodSet: its references are read from its pods, and its pods are restarted,
-//! `crate::pod_restarts`). It is read and written as JSON (fields this binary does not know survive), watched
+//! `crate::rules::pod_restarts`). It is read and written as JSON (fields this binary does not know survive), watched
 //! once discovery finds its API (like Argo Rollouts), and reloaded with the same annotations, records, strategies
 //! and gates as the built-in kinds. Its facts are registered once at startup, before anything reads them, so that
-//! [`crate::keys::WorkloadKind::Configured`] stays a small `Copy` value: a slot in [`registered`].
+//! [`crate::rules::keys::WorkloadKind::Configured`] stays a small `Copy` value: a slot in [`registered`].
+//!
+//! No client, no I/O: the registry is filled from the flags; discovery and watching are the controller's.
 
 use std::sync::OnceLock;
 

@@ -9,8 +9,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::{
-    constants::annotation,
+use crate::constants::annotation;
+use crate::rules::{
     keys::{ConfigKey, RolloutState, WorkloadKey},
     values::{WorkloadProblem, bool_value},
     window::ReloadWindow,
@@ -182,13 +182,13 @@ impl std::fmt::Display for Wait {
 
 /// The hold id of a content: the first 12 hex digits of what the `applied-hashes` record holds for it (for a
 /// Secret its sealed form, which reveals nothing of the value).
-pub fn hold_id(record_hash: &crate::hash::ContentHash) -> String {
+pub fn hold_id(record_hash: &crate::rules::hash::ContentHash) -> String {
     record_hash.to_string().chars().take(12).collect()
 }
 
 /// Whether a `release-hold` value releases the content recorded as `record_hash`: its hold id, or a longer
 /// prefix of the same digits (at least 7).
-pub fn releases(value: &str, record_hash: &crate::hash::ContentHash) -> bool {
+pub fn releases(value: &str, record_hash: &crate::rules::hash::ContentHash) -> bool {
     let value = value.trim();
     value.len() >= 7 && record_hash.to_string().starts_with(&value.to_ascii_lowercase())
 }

@@ -4,9 +4,9 @@
 
 use std::{fmt, sync::Arc};
 
-use crate::{
+use crate::constants::{TRUE, annotation::ALLOW_REFERENCES_FROM};
+use crate::rules::{
     annotations::{Selection, split_list},
-    constants::{TRUE, annotation::ALLOW_REFERENCES_FROM},
     references::{ConfigUse, Via},
     resource::ConfigKind,
     values::parse_go_bool,
@@ -44,7 +44,7 @@ struct ConsentingNamespaces(Box<[Box<str>]>);
 impl ReferenceConsent {
     /// The consent an annotation value gives (`None`: absent).
     pub fn parse(value: Option<&str>) -> Self {
-        let valid = |e: &&str| *e == "*" || crate::annotations::is_namespace_name(e);
+        let valid = |e: &&str| *e == "*" || crate::rules::annotations::is_namespace_name(e);
         let namespaces: Vec<Box<str>> = value.into_iter().flat_map(split_list).filter(valid).map(Box::from).collect();
         Self((!namespaces.is_empty()).then(|| Arc::new(ConsentingNamespaces(namespaces.into()))))
     }

@@ -1,5 +1,7 @@
 //! Go `time.ParseDuration` syntax (`300ms`, `1.5h`, `2h45m`), used by upstream's pause-period annotation and
 //! by our duration flags.
+//!
+//! Pure: no client, no I/O.
 
 use std::time::Duration;
 

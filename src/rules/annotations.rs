@@ -1,5 +1,7 @@
 //! Annotation keys (all overridable by flags, as upstream) and the few annotation values a workload's
 //! reload decisions need, extracted once when the workload is indexed so the object can be dropped.
+//!
+//! Pure: no client, no I/O.
 
 use std::{
     collections::{BTreeMap, HashMap},
@@ -8,8 +10,8 @@ use std::{
 
 use regex::Regex;
 
-use crate::{
-    constants::annotation as default,
+use crate::constants::annotation as default;
+use crate::rules::{
     resource::ConfigKind,
     values::{WorkloadProblem, parse_go_bool},
 };
@@ -194,7 +196,7 @@ pub struct Selection {
     /// Compiled named-list entries (invalid ones are left out and reported in [`WorkloadAnnotations::problems`]).
     pub named: Vec<NamedPattern>,
     /// Named-list entries `<namespace>/<name>` (ours, issue 29): a resource in another namespace, named exactly.
-    /// Acted on only with `--allow-cross-namespace-references` and the resource's consent ([`crate::decision`]).
+    /// Acted on only with `--allow-cross-namespace-references` and the resource's consent ([`crate::rules::decision`]).
     pub remote: Vec<RemoteEntry>,
     /// Exclude-list entries; always from workload metadata (upstream v1).
     pub exclude: Vec<String>,
@@ -211,7 +213,7 @@ pub struct WorkloadAnnotations {
     /// Problems found while reading the values.
     pub problems: Vec<WorkloadProblem>,
     /// Rollout waves, the health gate and reload windows (issue 17).
-    pub gates: crate::gates::RolloutGates,
+    pub gates: crate::rules::gates::RolloutGates,
     /// The `ignore` annotation on its metadata (ours: on a resource it is upstream's): `Some(true)` never
     /// reloads it, `Some(false)` reloads it in a namespace that says `ignore` (namespace rules).
     pub ignore: Option<bool>,
@@ -261,10 +263,10 @@ impl WorkloadAnnotations {
         }
         let keys_used =
             reload_on(&keys.reload_on, metadata.get(&keys.reload_on).or(template.get(&keys.reload_on)), &mut problems);
-        let gates = crate::gates::RolloutGates::extract(metadata, &mut problems);
+        let gates = crate::rules::gates::RolloutGates::extract(metadata, &mut problems);
         let ignore = metadata
             .get(&keys.ignore)
-            .and_then(|v| crate::values::bool_value(&keys.ignore, v, "it is not ignored", &mut problems));
+            .and_then(|v| crate::rules::values::bool_value(&keys.ignore, v, "it is not ignored", &mut problems));
         Self { selection, keys_used, problems, gates, ignore }
     }
 

@@ -7,8 +7,8 @@ use k8s_openapi::api::core::v1::{EnvVar, PodTemplateSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::{
-    constants::annotation::{LAST_RELOADED_FROM, RESTARTED_AT},
+use crate::constants::annotation::{LAST_RELOADED_FROM, RESTARTED_AT};
+use crate::rules::{
     hash::ContentHash,
     resource::{ConfigKind, env_var_name},
 };
@@ -38,7 +38,7 @@ pub enum RolloutStrategy {
     #[value(name = "restart")]
     Restart,
     /// The template is not touched: the workload's pods are evicted through the Eviction API one at a time
-    /// (PodDisruptionBudgets respected), for kinds whose template an operator owns (`crate::pod_restarts`).
+    /// (PodDisruptionBudgets respected), for kinds whose template an operator owns (`crate::rules::pod_restarts`).
     #[value(name = "evict-pods")]
     EvictPods,
     /// As `evict-pods`, with a plain delete where eviction is not wanted.
@@ -77,8 +77,8 @@ impl RolloutStrategy {
     /// What a workload of `kind` asking for this strategy gets: CronJobs spawn a Job and Jobs are recreated (a
     /// template is written only where pods roll out); `restart` needs a kind whose rollouts are tracked; a kind
     /// without a pod template (`--workload-kind …=-`) can only have its pods restarted.
-    pub fn for_kind(self, kind: crate::keys::WorkloadKind) -> Self {
-        use crate::keys::WorkloadKind::{CronJob, Job};
+    pub fn for_kind(self, kind: crate::rules::keys::WorkloadKind) -> Self {
+        use crate::rules::keys::WorkloadKind::{CronJob, Job};
         match self {
             Self::DeletePods if !kind.has_pod_template() => Self::DeletePods,
             _ if !kind.has_pod_template() => Self::EvictPods,

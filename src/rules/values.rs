@@ -1,5 +1,7 @@
 //! Single annotation values, below every rule that reads them (`annotations`, `gates`, `decision`): Go's boolean
 //! syntax, as upstream parses its flags and annotations, and the problem reported for a value that is wrong.
+//!
+//! Pure: no client, no I/O.
 
 /// A problem with a workload's configuration (an annotation value, a resource name), reported once per
 /// workload change with the object, the key and the value.

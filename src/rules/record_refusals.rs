@@ -2,6 +2,8 @@
 //! `patch` on CronJobs and Jobs). A refusal stands for [`RECHECK`]; then the record is tried again with the next
 //! write there, so a Role fixed later is seen without a restart. Reloads never depend on it. Kept in
 //! [`crate::http::Health`]: the same refusals that skip the record are what `/readyz` reports as degraded.
+//!
+//! No client, no I/O: a table the writer consults and fills, the caller passes `now`.
 
 use std::{
     collections::HashMap,
@@ -9,7 +11,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use crate::keys::WorkloadKind;
+use crate::rules::keys::WorkloadKind;
 
 /// How long a refused record write stands before the record is tried again.
 pub const RECHECK: Duration = Duration::from_secs(10 * 60);
