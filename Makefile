@@ -13,7 +13,7 @@ BENCH_ARGS ?=
 BENCH_OURS := target/release/reloader --coalesce-window=0s --metrics-addr=127.0.0.1:0
 BENCH_COALESCING := target/release/reloader --coalesce-window=1s --metrics-addr=127.0.0.1:0
 
-.PHONY: test test-oldest run lint testenv-binaries build release release-dry-run release-binary manifests bench bench-quick bench-build image image-check
+.PHONY: test test-oldest run lint testenv-binaries build release release-dry-run sign-check release-binary manifests bench bench-quick bench-build image image-check
 
 # `make test KUBE_VERSION=v1.34.4` runs it against another Kubernetes (testenv/versions.env; built once, cached);
 # `make test-oldest` against the oldest one pinned there (K8S_OLDEST_TESTED), as before a release.
@@ -51,6 +51,11 @@ release: testenv-binaries
 NO_IMAGE ?= 0
 release-dry-run: $(if $(HELM),,testenv-binaries)
 	RELEASE_NO_IMAGE=$(NO_IMAGE) build/release.sh --dry-run "$(VERSION)"
+
+# The release workflow's and the docs' cosign commands, with a key pair made for the run, against a registry in
+# memory (build/sign-check.sh; not part of `make test`: its first run builds cosign from the Go module proxy).
+sign-check: $(if $(HELM),,testenv-binaries)
+	build/sign-check.sh
 
 # The controller's multi-arch OCI image (linux/amd64, linux/arm64) without a container daemon: static musl binaries,
 # assembled by crane into target/image/oci and target/image/reloader-<version>.oci.tar (build/image.sh says how).
