@@ -15,7 +15,7 @@
 #   OUT/SHA256SUMS              checksums of the files attached to the GitHub release (all of the above but image/)
 #
 # <v> is Cargo.toml's version; the chart's version and appVersion and the manifest's image tag must name it.
-# RELEASE_NO_IMAGE=1 leaves the image out (its two musl release builds take most of the time: ≈ 15 min on 2 cores);
+# RELEASE_NO_IMAGE=1 leaves the image out (its two musl release builds take most of the time: CONTRIBUTING.md, Timings);
 # for a dry run of everything else. The checksums then cover the chart and the manifest only.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
