@@ -13,7 +13,7 @@ BENCH_ARGS ?=
 BENCH_OURS := target/release/reloader --coalesce-window=0s --metrics-addr=127.0.0.1:0
 BENCH_COALESCING := target/release/reloader --coalesce-window=1s --metrics-addr=127.0.0.1:0
 
-.PHONY: test test-oldest run lint testenv-binaries build release release-binary manifests bench bench-quick bench-build image image-check
+.PHONY: test test-oldest run lint testenv-binaries build release release-dry-run sign-check release-binary manifests bench bench-quick bench-build image image-check
 
 # `make test KUBE_VERSION=v1.34.4` runs it against another Kubernetes (testenv/versions.env; built once, cached);
 # `make test-oldest` against the oldest one pinned there (K8S_OLDEST_TESTED), as before a release.
@@ -45,6 +45,17 @@ release-binary:
 # commands that publish them (build/release.sh). Nothing leaves this machine.
 release: testenv-binaries
 	build/release.sh "$(VERSION)"
+
+# The same in a throwaway clone of HEAD (target/release-dry-run): no commit or tag here. NO_IMAGE=1 skips the image
+# build, the longest step; HELM=/path/to/helm skips building the test tools for helm.
+NO_IMAGE ?= 0
+release-dry-run: $(if $(HELM),,testenv-binaries)
+	RELEASE_NO_IMAGE=$(NO_IMAGE) build/release.sh --dry-run "$(VERSION)"
+
+# The release workflow's and the docs' cosign commands, with a key pair made for the run, against a registry in
+# memory (build/sign-check.sh; not part of `make test`: its first run builds cosign from the Go module proxy).
+sign-check: $(if $(HELM),,testenv-binaries)
+	build/sign-check.sh
 
 # The controller's multi-arch OCI image (linux/amd64, linux/arm64) without a container daemon: static musl binaries,
 # assembled by crane into target/image/oci and target/image/reloader-<version>.oci.tar (build/image.sh says how).

@@ -47,7 +47,8 @@ env "CC_$t_=clang" "AR_$t_=llvm-ar" "CARGO_TARGET_${T}_LINKER=clang" \
 
 rm -rf "$DIR" && mkdir -p "$DIR/etc/ssl/certs" "$DIR/tmp"
 chmod 0755 "$DIR" "$DIR/etc" "$DIR/etc/ssl" "$DIR/etc/ssl/certs" && chmod 1777 "$DIR/tmp"
-install -m 0755 "$ROOT/target/$t/release/reloader" "$DIR/reloader"
+# Where cargo put it: CARGO_TARGET_DIR when set (a dry run's clone builds into the work tree's target/ so).
+install -m 0755 "${CARGO_TARGET_DIR:-$ROOT/target}/$t/release/reloader" "$DIR/reloader"
 install -m 0644 "$CA_BUNDLE" "$DIR/etc/ssl/certs/ca-certificates.crt"
 printf 'nobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n' > "$DIR/etc/passwd"
 printf 'nogroup:x:65534:\n' > "$DIR/etc/group"

@@ -378,7 +378,8 @@ async fn the_charts_hash_key_values_give_a_key_and_the_rbac_to_read_it() {
 }
 
 /// The GitHub workflows (not run from this machine) pass actionlint; CI runs exactly `.ci/run`, and the release
-/// installs the helm this project tests with.
+/// builds its files with build/release-artifacts.sh (what `make release` runs), with the helm this project tests
+/// with, and signs with the cosign `make sign-check` runs.
 #[test]
 fn the_workflows_pass_actionlint() {
     let workflows = repo().join(".github/workflows");
@@ -389,8 +390,48 @@ fn the_workflows_pass_actionlint() {
 
     let ci = std::fs::read_to_string(&files[0]).expect("ci.yml");
     assert!(ci.contains("run: .ci/run"), "CI runs the test command of .ci/run");
-    let pinned = std::fs::read_to_string(repo().join("testenv/versions.env")).expect("versions.env");
-    let helm = pinned.lines().find_map(|l| l.strip_prefix("HELM_VERSION=")).expect("HELM_VERSION");
     let release = std::fs::read_to_string(&files[1]).expect("release.yml");
-    assert!(release.contains(&format!("version: {helm} ")), "release.yml installs helm {helm}");
+    assert!(release.contains("build/release-artifacts.sh"), "release.yml builds with build/release-artifacts.sh");
+    assert!(release.contains(". testenv/versions.env") && release.contains("helm@$HELM_VERSION"), "release.yml's helm");
+    let pinned = std::fs::read_to_string(repo().join("build/versions.env")).expect("build/versions.env");
+    let cosign = pinned.lines().find_map(|l| l.strip_prefix("COSIGN_VERSION=")).expect("COSIGN_VERSION");
+    assert!(release.contains(&format!("(cosign {cosign})")), "release.yml's cosign-installer installs cosign {cosign}");
+}
+
+/// Every action a workflow uses is pinned by the commit of a release (a tag can be moved; a commit cannot), its
+/// tag in a trailing comment. Only the release's `sign` job may ask for an OIDC token (`id-token: write`, the
+/// identity its signatures carry): it checks nothing out and runs no build or install, so no code of a build step
+/// or a downloaded tool runs with that token. No workflow grants a permission to all its jobs.
+#[test]
+fn the_workflows_pin_actions_and_grant_the_oidc_token_only_to_signing() {
+    let pin = regex::Regex::new(r"^\s*-?\s*uses: [\w.-]+/[\w./-]+@[0-9a-f]{40} # v\d+\.\d+\.\d+").expect("regex");
+    for file in ["ci.yml", "release.yml"] {
+        let text = std::fs::read_to_string(repo().join(".github/workflows").join(file)).expect("workflow");
+        for line in text.lines().filter(|l| l.contains("uses:")) {
+            assert!(pin.is_match(line), "{file}: not pinned by commit with its tag in a comment: {line}");
+        }
+        let workflow: serde_json::Value = serde_saphyr::from_str(&text).expect("workflow YAML");
+        assert_eq!(workflow["permissions"], json!({}), "{file}: jobs say which permissions they need");
+        for (name, job) in workflow["jobs"].as_object().expect("jobs") {
+            let permissions = job["permissions"].as_object().unwrap_or_else(|| panic!("{file}: {name}: permissions"));
+            if permissions.get("id-token").is_none_or(|p| p != "write") {
+                continue;
+            }
+            assert_eq!((file, name.as_str()), ("release.yml", "sign"), "id-token: write outside the signing job");
+            for step in job["steps"].as_array().expect("steps") {
+                let uses = step["uses"].as_str().unwrap_or_default();
+                let allowed = [
+                    "actions/download-artifact@",
+                    "sigstore/cosign-installer@",
+                    "actions/upload-artifact@",
+                    "actions/attest-build-provenance@",
+                ];
+                assert!(uses.is_empty() || allowed.iter().any(|a| uses.starts_with(a)), "the signing job uses {uses}");
+                let script = step["run"].as_str().unwrap_or_default();
+                for builds in ["apt-get", "go install", "make ", "cargo", "curl", "wget", "pip", "npm", "git "] {
+                    assert!(!script.contains(builds), "the signing job runs {builds}: {script}");
+                }
+            }
+        }
+    }
 }
