@@ -339,7 +339,16 @@ async fn an_owed_job_refused_by_a_quota_is_said_and_created_once_there_is_room()
         let used = q.status.and_then(|s| s.used).unwrap_or_default();
         match used.get("count/jobs.batch") {
             Some(n) if n.0 == "1" => Ok(()),
-            n => Err(format!("used {n:?}")),
+            n => {
+                // Admission charges a create only when its cache of quotas already holds this one (a fresh clone's
+                // run once saw `used` stay 0 for 30 s); a change to the quota's `spec.hard` (a limit nothing here
+                // reaches) makes kube-controller-manager recount it.
+                let limit = (100_000 + jiff::Timestamp::now().as_second() % 1000).to_string();
+                let touch = json!({"spec": {"hard": {"count/secrets": limit}}});
+                let _ =
+                    quotas.patch("jobs", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&touch)).await;
+                Err(format!("used {n:?}"))
+            }
         }
     })
     .await;
