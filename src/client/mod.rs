@@ -66,20 +66,6 @@ pub async fn send_for_generation(client: &kube::Client, request: Request<Vec<u8>
     Ok(serde_json::from_str::<Object>(&text).ok().and_then(|o| o.metadata.generation))
 }
 
-/// Reads an object's metadata only (`PartialObjectMetadata`, [`crate::constants::ACCEPT_METADATA_ONLY`]): `request`
-/// is a GET of one object.
-pub async fn get_metadata(
-    client: &kube::Client,
-    request: Request<Vec<u8>>,
-) -> Result<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta, kube::Error> {
-    #[derive(serde::Deserialize)]
-    struct Object {
-        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
-    }
-    let text = send_for_metadata(client, request).await?;
-    serde_json::from_str::<Object>(&text).map(|o| o.metadata).map_err(kube::Error::SerdeError)
-}
-
 /// Whether a write that ended in `error` may have been applied all the same: the API server's own timeout and
 /// other server errors (a webhook or etcd slow to answer: "may still be processing the request"), a gateway's
 /// timeout, or a connection lost before the answer. A 4xx is the API server's verdict: nothing was applied.

@@ -1,17 +1,17 @@
 //! Whether a write whose answer was lost landed (issue 38): a 5xx or a dropped connection can follow a write the
-//! API server applied. The workload's metadata is read back once; when it carries exactly what the write set —
-//! the `applied-hashes` record and, for `evict-pods`/`delete-pods`, the boundary, sent in the same PATCH as the
-//! template change — the write landed whole, and is reported as the reload it was instead of as a failure.
+//! API server applied. The workload's metadata is read back once; when it carries exactly the annotations the
+//! write set ([`metadata_fragment`]: the `applied-hashes` record and, for `evict-pods`/`delete-pods`, the boundary,
+//! sent in the same PATCH as the template change), the write landed whole, and is reported as the reload it was
+//! instead of as a failure.
 
 use futures::future::BoxFuture;
-use kube::{Client, api::GetParams};
+use kube::Client;
 
 use super::{
     WorkloadKey, WorkloadObject,
     kinds::{self, KindVisitor},
-    patch::{WorkloadWrite, WriteStyle},
+    patch::{WorkloadWrite, WriteStyle, json_api, metadata_fragment},
 };
-use crate::constants::annotation::{APPLIED_HASHES, RESTART_PODS_CREATED_BEFORE};
 
 /// `Some(generation)` when `key` carries what `w` wrote (its `metadata.generation` now, when it has one); `None`
 /// when it does not, or when the write cannot be recognised in the object: nothing in its metadata (no record
@@ -21,18 +21,11 @@ pub async fn landed(
     key: &WorkloadKey,
     w: &WorkloadWrite<'_>,
 ) -> Result<Option<Option<i64>>, kube::Error> {
-    let marks: Vec<(&str, &str)> =
-        [(APPLIED_HASHES, &w.applied_hashes), (RESTART_PODS_CREATED_BEFORE, &w.restart_pods_before)]
-            .into_iter()
-            .filter_map(|(annotation, value)| value.as_deref().map(|v| (annotation, v)))
-            .collect();
-    if marks.is_empty() {
-        return Ok(None);
-    }
+    let Some(fragment) = metadata_fragment(w) else { return Ok(None) };
     let Some(metadata) = kinds::visit(key.kind, ReadMetadata { client, key }).await? else { return Ok(None) };
     let annotations = metadata.annotations.unwrap_or_default();
-    let carries =
-        marks.iter().all(|(annotation, value)| annotations.get(*annotation).map(String::as_str) == Some(*value));
+    let mut written = fragment["annotations"].as_object().into_iter().flatten();
+    let carries = written.all(|(name, value)| annotations.get(name).map(String::as_str) == value.as_str());
     Ok(carries.then_some(metadata.generation))
 }
 
@@ -53,11 +46,8 @@ impl<'a> KindVisitor for ReadMetadata<'a> {
             if !matches!(K::WRITE, WriteStyle::TemplatePatch | WriteStyle::MergePatch { .. }) {
                 return Ok(None);
             }
-            let url = K::url_path(&(), Some(&key.namespace));
-            let request = kube::core::Request::new(url)
-                .get(&key.name, &GetParams::default())
-                .map_err(kube::Error::BuildRequest)?;
-            crate::client::get_metadata(client, request).await.map(Some)
+            let object = json_api::<K>(client, &key.namespace).get_metadata(&key.name).await?;
+            Ok(Some(object.metadata))
         })
     }
 }
