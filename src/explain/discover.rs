@@ -41,17 +41,11 @@ pub async fn configure_kind_named(client: &Client, name: &str) -> Result<bool, k
     Ok(true)
 }
 
-/// Whether `name` (lower case; a plural or `.group` suffix allowed) names the namespaced `resource`.
+/// Whether `name` names the namespaced `resource`, by the rule the controller names configured kinds by.
 fn names(resource: &ApiResource, caps: &ApiCapabilities, name: &str) -> bool {
-    let name = name.to_ascii_lowercase();
-    let (base, group) = match name.split_once('.') {
-        Some((base, group)) => (base, Some(group)),
-        None => (name.as_str(), None),
-    };
-    let kind = resource.kind.to_ascii_lowercase();
+    let lower = name.to_ascii_lowercase();
     caps.scope == Scope::Namespaced
-        && (base == kind || base == resource.plural)
-        && group.is_none_or(|g| g == resource.group)
+        && configured_kinds::names_kind(&lower, (&resource.group, &resource.kind, &resource.plural))
 }
 
 #[cfg(test)]

@@ -163,15 +163,21 @@ impl ConfiguredKind {
         !self.template_pointer.is_empty()
     }
 
-    /// Whether `name` names it the way `kubectl` would: its kind or plural in lower case, alone or with its group
-    /// (`cloneset`, `clonesets.apps.kruise.io`).
+    /// Whether `name` names it the way `kubectl` would ([`names_kind`]).
     fn named(&self, plural: &str, name: &str) -> bool {
-        let (base, group) = match name.split_once('.') {
-            Some((base, group)) => (base, Some(group)),
-            None => (name, None),
-        };
-        (base == self.kind.to_ascii_lowercase() || base == plural) && group.is_none_or(|g| g == self.group)
+        names_kind(name, (self.group, self.kind, plural))
     }
+}
+
+/// Whether `name` (lower case) names the kind `(group, Kind, plural)` the way `kubectl` would: its kind or plural in
+/// lower case, alone or with its group (`cloneset`, `clonesets.apps.kruise.io`). `explain`'s discovery of a kind
+/// the flags did not configure names it by the same rule.
+pub fn names_kind(name: &str, (group, kind, plural): (&str, &str, &str)) -> bool {
+    let (base, named_group) = match name.split_once('.') {
+        Some((base, named_group)) => (base, Some(named_group)),
+        None => (name, None),
+    };
+    (base == kind.to_ascii_lowercase() || base == plural) && named_group.is_none_or(|g| g == group)
 }
 
 static REGISTERED: OnceLock<Vec<ConfiguredKind>> = OnceLock::new();
