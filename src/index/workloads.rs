@@ -79,10 +79,12 @@ impl Index {
         // Only our own record's echo (or its rollout's progress) leaves a rejection standing; any other change of
         // the workload retries.
         let only_record_changed = old_summary.as_mut().is_some_and(|o| o.equal_but(&mut summary, true));
-        // A rollout progressing changes nothing a plan reads.
-        let only_rollout_changed = old_summary.as_mut().is_some_and(|o| {
-            (o.rollout, o.generation) != (summary.rollout, summary.generation) && o.equal_but(&mut summary, false)
-        });
+        // A rollout progressing (or another writer of the spec, which only the restart budget reads at a start)
+        // changes nothing a plan reads.
+        let rollout_of = |s: &WorkloadSummary| (s.rollout, s.generation, s.spec_written_last_by_us);
+        let only_rollout_changed = old_summary
+            .as_mut()
+            .is_some_and(|o| rollout_of(o) != rollout_of(&summary) && o.equal_but(&mut summary, false));
         if !only_record_changed {
             rejected = None;
         }

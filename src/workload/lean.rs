@@ -63,7 +63,6 @@ struct LeanMeta {
 #[serde(rename_all = "camelCase")]
 struct LeanManagedFields {
     manager: Option<String>,
-    operation: Option<String>,
     subresource: Option<String>,
     time: Option<Time>,
     #[serde(rename = "fieldsV1")]
@@ -78,14 +77,14 @@ struct TopFields {
 }
 
 /// The entries of `managed_fields` that own part of the object's `spec` (not of a subresource), kept as
-/// `ManagedFieldsEntry` with their manager, operation and time only.
+/// `ManagedFieldsEntry` with their manager and time only.
 fn spec_writers(managed_fields: Option<Vec<LeanManagedFields>>) -> Option<Vec<ManagedFieldsEntry>> {
     let writers: Vec<ManagedFieldsEntry> = managed_fields?
         .into_iter()
         .filter(|e| {
             e.subresource.as_deref().is_none_or(str::is_empty) && e.fields.as_ref().is_some_and(|f| f.spec.is_some())
         })
-        .map(|e| ManagedFieldsEntry { manager: e.manager, operation: e.operation, time: e.time, ..Default::default() })
+        .map(|e| ManagedFieldsEntry { manager: e.manager, time: e.time, ..Default::default() })
         .collect();
     (!writers.is_empty()).then_some(writers)
 }
@@ -179,11 +178,7 @@ mod tests {
         full.metadata.managed_fields = None;
         let mut lean = lean.0;
         let writers = lean.metadata.managed_fields.take().expect("the spec's writer");
-        let kubectl = ManagedFieldsEntry {
-            manager: Some("kubectl".into()),
-            operation: Some("Update".into()),
-            ..Default::default()
-        };
+        let kubectl = ManagedFieldsEntry { manager: Some("kubectl".into()), ..Default::default() };
         assert_eq!(writers, vec![kubectl], "only who wrote the spec, without the field set");
         assert_eq!(lean, full);
     }

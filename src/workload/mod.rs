@@ -143,17 +143,19 @@ pub struct WorkloadSummary {
 }
 
 impl WorkloadSummary {
-    /// Whether `self` and `other` are equal but for their rollout state and generation and, with `but_record`, their
+    /// Whether `self` and `other` are equal but for their rollout (state, generation, who wrote the spec last) and, with `but_record`, their
     /// `applied-hashes` records — compared in place (those fields are set aside and put back), because a clone of
     /// a summary per workload watch event cost dozens of allocations.
     pub fn equal_but(&mut self, other: &mut Self, but_record: bool) -> bool {
         let rollout = std::mem::replace(&mut self.rollout, other.rollout);
         let generation = std::mem::replace(&mut self.generation, other.generation);
+        let ours = std::mem::replace(&mut self.spec_written_last_by_us, other.spec_written_last_by_us);
         let records =
             but_record.then(|| (std::mem::take(&mut self.applied_hashes), std::mem::take(&mut other.applied_hashes)));
         let equal = self == other;
         self.rollout = rollout;
         self.generation = generation;
+        self.spec_written_last_by_us = ours;
         if let Some((mine, theirs)) = records {
             self.applied_hashes = mine;
             other.applied_hashes = theirs;
@@ -378,7 +380,8 @@ mod tests {
         .expect("deployment");
         let (_, base) = summarise(&d, &AnnotationKeys::default()).expect("summary");
         let record = BTreeMap::from([((ConfigKind::ConfigMap, "cfg".to_owned()), ContentHash::NONE)]);
-        let mut rolled = WorkloadSummary { rollout: RolloutState::InProgress, ..base.clone() };
+        let mut rolled =
+            WorkloadSummary { rollout: RolloutState::InProgress, spec_written_last_by_us: true, ..base.clone() };
         let mut recorded = WorkloadSummary { applied_hashes: record.clone().into(), ..rolled.clone() };
         let mut renamed = WorkloadSummary { uid: "u2".into(), ..rolled.clone() };
         let mut old = base.clone();
