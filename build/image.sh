@@ -27,20 +27,9 @@ PLATFORMS=${IMAGE_PLATFORMS:-amd64 arm64}
 say() { printf '[image] %s\n' "$*" >&2; }
 die() { printf '[image] ERROR: %s\n' "$*" >&2; exit 1; }
 
-command -v go >/dev/null || die "go is not installed (Go ≥ 1.26, to build crane from the Go module proxy)"
-
-# go_tool NAME VERSION PACKAGE [LDFLAGS]: a tool from the Go module proxy, built once into $TOOLS/NAME-VERSION.
-go_tool() {
-  local bin=$TOOLS/$1-$2/$1
-  if ! [ -x "$bin" ]; then
-    say "$1 $2: building from the Go module proxy (1-3 min)"
-    GOTOOLCHAIN=local GOFLAGS=-buildvcs=false CGO_ENABLED=0 GOBIN=$(dirname "$bin") go install -trimpath \
-      -ldflags="-s -w ${4:-}" "$3@$2" >&2 || die "go install $3@$2 failed"
-  fi
-  echo "$bin"
-}
-CRANE=$(go_tool crane "$CRANE_VERSION" github.com/google/go-containerregistry/cmd/crane \
-  "-X github.com/google/go-containerregistry/cmd/crane/cmd.Version=$CRANE_VERSION")
+# shellcheck source=go-tool.sh
+. "$ROOT/build/go-tool.sh"
+CRANE=$(crane_tool)
 SYFT=$(go_tool syft "$SYFT_VERSION" github.com/anchore/syft/cmd/syft "-X main.version=$SYFT_VERSION")
 
 VERSION=$(awk -F'"' '/^\[package\]/{p=1} p && /^version *=/{print $2; exit}' "$ROOT/Cargo.toml")

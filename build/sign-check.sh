@@ -28,18 +28,10 @@ die() { printf '[sign-check] ERROR: %s\n' "$*" >&2; exit 1; }
 if [ -z "${HELM:-}" ] && [ -x target/debug/testenv ]; then HELM="$(target/debug/testenv build 2>/dev/null | tail -1)/helm"; fi
 [ -x "${HELM:-}" ] || die "helm not found: make testenv-binaries builds it, or set HELM=/path/to/helm"
 
-# go_tool NAME VERSION PACKAGE: built once into $TOOLS/NAME-VERSION, as build/image.sh does.
-go_tool() {
-  local bin=$TOOLS/$1-$2/$1
-  if ! [ -x "$bin" ]; then
-    say "$1 $2: building from the Go module proxy (a few minutes)"
-    GOTOOLCHAIN=local GOFLAGS=-buildvcs=false CGO_ENABLED=0 GOBIN=$(dirname "$bin") go install -trimpath \
-      -ldflags="-s -w" "$3@$2" >&2 || die "go install $3@$2 failed"
-  fi
-  echo "$bin"
-}
+# shellcheck source=build/go-tool.sh
+. build/go-tool.sh
 COSIGN=$(go_tool cosign "$COSIGN_VERSION" github.com/sigstore/cosign/v3/cmd/cosign)
-CRANE=$(go_tool crane "$CRANE_VERSION" github.com/google/go-containerregistry/cmd/crane)
+CRANE=$(crane_tool)
 
 WORK=$(mktemp -d)
 REGISTRY_PID=
