@@ -87,22 +87,12 @@ async fn reported_as_written(ns: &TestNamespace, reloader: &Reloader, name: &str
 /// rollout completes.
 #[tokio::test]
 async fn a_lost_answer_keeps_the_slot_of_the_rollout_it_started() {
-    use k8s_openapi::api::{apps::v1::Deployment, core::v1::Pod};
-    use kube::api::{ListParams, Patch, PatchParams, PostParams};
-    // testenv's KWOK keeps a pod with this label and a `STAKATER_*` variable not Ready (testenv/build.sh): the pod
-    // the reload creates, not the one before it.
-    const HELD: &str = "testenv.reloader.dev/unready-when-reloaded";
+    use k8s_openapi::api::apps::v1::Deployment;
     let ns = TestNamespace::create("lost-slot").await;
     create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
     create_configmap(&ns, "other-cfg", &[("k", "1")], &[]).await;
-    let web: Deployment = serde_json::from_value(json!({
-        "metadata": {"name": "web", "annotations": {"reloader.stakater.com/auto": "true"}},
-        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
-            "template": {"metadata": {"labels": {"app": "web", HELD: ""}}, "spec": env_from_configmap("cfg")}}
-    }))
-    .expect("deployment");
-    ns.api::<Deployment>().create(&PostParams::default(), &web).await.expect("create web");
     let auto = json!({"reloader.stakater.com/auto": "true"});
+    create_held_deployment(&ns, "web", auto.clone(), env_from_configmap("cfg")).await;
     Kind::Deployment.create(&ns, "other", auto, json!({}), env_from_configmap("other-cfg")).await;
     // Both rollouts complete before the controller starts: none is adopted into the budget.
     for name in ["web", "other"] {
@@ -135,12 +125,7 @@ async fn a_lost_answer_keeps_the_slot_of_the_rollout_it_started() {
     Kind::Deployment.stays_at_revisions(&ns, "other", 1).await;
 
     // web's new pod becomes Ready: its rollout completes, the slot frees, other rolls.
-    let pods = ns.api::<Pod>();
-    let held = pods.list(&ListParams::default().labels(&format!("app=web,{HELD}"))).await.expect("pods");
-    for pod in held.items {
-        let release = Patch::Merge(json!({"metadata": {"labels": { HELD: null }}}));
-        pods.patch(&pod.metadata.name.unwrap_or_default(), &PatchParams::default(), &release).await.expect("release");
-    }
+    release_held_pods(&ns, "web").await;
     Kind::Deployment.wait_revisions(&ns, "other", 2).await;
     Kind::Deployment.stays_at_revisions(&ns, "web", 2).await;
 }

@@ -141,22 +141,13 @@ async fn a_budget_of_three_rolls_thirty_deployments_three_at_a_time() {
 /// counted, it kept `web` waiting for as long as that deploy hung.
 #[tokio::test]
 async fn only_a_rollout_this_controller_started_holds_a_slot_after_a_restart() {
-    use k8s_openapi::api::core::v1::Pod;
-    // testenv's KWOK keeps a pod with this label and a `STAKATER_*` variable not Ready (testenv/build.sh).
-    const HELD: &str = "testenv.reloader.dev/unready-when-reloaded";
     let ns = TestNamespace::create("budget-adopt").await;
     create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
     create_configmap(&ns, "ours-cfg", &[("k", "1")], &[]).await;
     let auto = json!({"reloader.stakater.com/auto": "true"});
     Kind::Deployment.create(&ns, "web", auto.clone(), json!({}), env_from_configmap("cfg")).await;
-    let ours: Deployment = serde_json::from_value(json!({
-        "metadata": {"name": "ours", "annotations": auto},
-        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "ours"}},
-            "template": {"metadata": {"labels": {"app": "ours", HELD: ""}}, "spec": env_from_configmap("ours-cfg")}}
-    }))
-    .expect("deployment");
+    create_held_deployment(&ns, "ours", auto, env_from_configmap("ours-cfg")).await;
     let deployments = ns.api::<Deployment>();
-    deployments.create(&kube::api::PostParams::default(), &ours).await.expect("create ours");
     let plain = json!({"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}]});
     Kind::Deployment.create(&ns, "users", json!({}), json!({}), plain).await;
     wait_for("all rolled out", Duration::from_secs(120), || async {
@@ -206,12 +197,7 @@ async fn only_a_rollout_this_controller_started_holds_a_slot_after_a_restart() {
     assert_eq!(Kind::Deployment.revisions(&ns, "web").await, 1, "web rolled beside the rollout already running");
 
     // ours completes; users' deploy still hangs, and holds no slot: web rolls.
-    let pods = ns.api::<Pod>();
-    let held = pods.list(&ListParams::default().labels(&format!("app=ours,{HELD}"))).await.expect("pods");
-    for pod in held.items {
-        let release = Patch::Merge(json!({"metadata": {"labels": { HELD: null }}}));
-        pods.patch(&pod.name_any(), &PatchParams::default(), &release).await.expect("release");
-    }
+    release_held_pods(&ns, "ours").await;
     Kind::Deployment.wait_revisions(&ns, "web", 2).await;
     let value = Kind::Deployment.env(&ns, "web", "app", "STAKATER_CFG_CONFIGMAP").await;
     assert_eq!(value, Some(configmap_hash(&[("k", "2")])));

@@ -16,8 +16,6 @@ use k8s_openapi::api::{apps::v1::Deployment, events::v1::Event};
 use kube::api::{ListParams, PostParams};
 use serde_json::{Value, json};
 
-const UNREADY_LABEL: &str = "testenv.reloader.dev/unready-when-reloaded";
-
 /// A one-replica Deployment mounting Secret/ConfigMap volumes as `pod_spec` says, with `annotations`, pod labels
 /// `labels` and `progressDeadlineSeconds: 5`.
 async fn deployment(ns: &TestNamespace, name: &str, annotations: Value, labels: Value, pod_spec: Value) {
@@ -104,7 +102,7 @@ async fn a_failed_rollout_halts_the_others_until_the_next_change() {
     let bad = secret_hash(&[("ca.crt", "v2-bad")]);
     let names: Vec<String> = (0..6).map(|i| format!("web-{i}")).collect();
     for name in &names {
-        let labels = json!({ UNREADY_LABEL: bad });
+        let labels = json!({ HELD: bad });
         deployment(&ns, name, json!({"reloader.stakater.com/auto": "true"}), labels, pause_pod(volume_secret("ca")))
             .await;
     }
@@ -291,7 +289,7 @@ async fn a_held_change_is_released_by_its_hold_id_and_alerted() {
     let ns = TestNamespace::create("release").await;
     create_secret(&ns, "ca", &[("ca.crt", "v1")], &[]).await;
     let bad = secret_hash(&[("ca.crt", "v2-bad")]);
-    let labels = json!({ UNREADY_LABEL: bad });
+    let labels = json!({ HELD: bad });
     let auto = json!({"reloader.stakater.com/auto": "true"});
     deployment(&ns, "first", auto.clone(), labels.clone(), pause_pod(volume_secret("ca"))).await;
     // The second opts in by annotation (no flag), and waits for the first by its wave.

@@ -177,6 +177,39 @@ macro_rules! per_kind {
     };
 }
 
+/// testenv's KWOK keeps a pod not Ready when it carries this label and, with the label empty, a `STAKATER_*`
+/// variable (with a value, that hash in a `STAKATER_*` variable or `last-reloaded-from`; testenv/build.sh).
+pub const HELD: &str = "testenv.reloader.dev/unready-when-reloaded";
+
+/// A one-replica Deployment like [`Kind::create`]'s whose pods carry [`HELD`] empty: its pods before a reload become
+/// Ready, those a `STAKATER_*` reload creates do not, so that rollout stays in progress until
+/// [`release_held_pods`].
+pub async fn create_held_deployment(ns: &TestNamespace, name: &str, annotations: Value, pod_spec: Value) {
+    let d: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": name, "annotations": annotations},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name, HELD: ""}}, "spec": pod_spec}}
+    }))
+    .expect("deployment");
+    ns.api::<Deployment>().create(&PostParams::default(), &d).await.expect("create held deployment");
+}
+
+/// Lets the held pods of `app` become Ready: [`HELD`] removed from each.
+pub async fn release_held_pods(ns: &TestNamespace, app: &str) {
+    let pods = ns.api::<k8s_openapi::api::core::v1::Pod>();
+    let held = pods.list(&ListParams::default().labels(&format!("app={app},{HELD}"))).await.expect("list held pods");
+    for pod in held.items {
+        let name = pod.metadata.name.unwrap_or_default();
+        release_pod(&pods, &name).await.expect("release a held pod");
+    }
+}
+
+/// Removes [`HELD`] from pod `name`.
+pub async fn release_pod(pods: &kube::Api<k8s_openapi::api::core::v1::Pod>, name: &str) -> Result<(), kube::Error> {
+    let release = kube::api::Patch::Merge(json!({"metadata": {"labels": { HELD: null }}}));
+    pods.patch(name, &kube::api::PatchParams::default(), &release).await.map(|_| ())
+}
+
 /// A one-container pod spec using `envFrom` of ConfigMap `cm`.
 pub fn env_from_configmap(cm: &str) -> Value {
     json!({"containers": [{"name": "app", "image": "registry.invalid/app:1", "envFrom": [{"configMapRef": {"name": cm}}]}]})

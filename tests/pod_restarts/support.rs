@@ -7,7 +7,7 @@ use std::{collections::BTreeMap, collections::BTreeSet, time::Duration};
 
 use super::common::*;
 use k8s_openapi::api::{apps::v1::Deployment, core::v1::Pod};
-use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::api::{ListParams, PostParams};
 use serde_json::json;
 
 pub const BOUNDARY: &str = "reloader.stakater.com/restart-pods-created-before";
@@ -16,10 +16,6 @@ pub const APPLIED: &str = "reloader.stakater.com/applied-hashes";
 pub async fn create_deployment(ns: &TestNamespace, name: &str, replicas: i32, strategy: &str) {
     create_deployment_with(ns, name, replicas, strategy, json!({}), json!([])).await;
 }
-
-/// testenv's KWOK holds a pod with this label (empty) and a `STAKATER_*` variable not Ready (testenv/build.sh);
-/// removing the label lets it become Ready.
-pub const HELD: &str = "testenv.reloader.dev/unready-when-reloaded";
 
 /// A Deployment whose pods KWOK makes Ready only once a test's "kubelet" lets each one ([`slow_kubelet`]).
 pub async fn create_slow_deployment(ns: &TestNamespace, name: &str, replicas: i32, strategy: &str) {
@@ -38,9 +34,7 @@ pub fn slow_kubelet(ns: &TestNamespace, app: &str, delay: Duration) -> tokio::ta
                 let created = pod.metadata.creation_timestamp.as_ref().map_or(now, |t| t.0);
                 let age = now.duration_since(created);
                 if age >= jiff::SignedDuration::try_from(delay).unwrap_or_default() {
-                    let name = pod.metadata.name.unwrap_or_default();
-                    let release = Patch::Merge(json!({"metadata": {"labels": { HELD: null }}}));
-                    let _ = pods.patch(&name, &PatchParams::default(), &release).await;
+                    let _ = release_pod(&pods, &pod.metadata.name.unwrap_or_default()).await;
                 }
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
