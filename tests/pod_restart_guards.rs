@@ -1,6 +1,7 @@
 //! What `evict-pods` and `delete-pods` never do, on the real control plane (issue 38; SECURITY.md's threat model):
 //! restart a pod the workload does not own, take more than one of its pods down, go on when the owner's controller
-//! does not create the replacement, delete past a PodDisruptionBudget, or go on while the workload is paused.
+//! does not create the replacement, delete past a PodDisruptionBudget, or go on while the workload is paused; and
+//! they judge time by the API server's clock.
 
 mod common;
 #[path = "pod_restarts/support.rs"]
@@ -178,4 +179,45 @@ async fn a_pause_stops_restarts_in_progress_and_lifting_it_lets_them_finish() {
     assert_eq!(reloader.count_log("evicted pod web-"), 3);
     assert!(ready_pods(&ns, "web", 3).await.is_disjoint(&original));
     kubelet.abort();
+}
+
+/// Issue 38: restarts wait for their boundary by the API server's clock, not this host's. The proxy between the
+/// controller and the API server dates every answer 20 s earlier, as an API server whose clock is 20 s behind
+/// this host's would: the boundary (the change's time, stamped by the API server, rounded up to its next second) is
+/// then ahead of the API server's now, and a pod created before the API server's clock passes it would count as
+/// older than the change and be restarted twice. The boundary is written at once and no pod is evicted until then;
+/// by this host's clock (before) the first eviction came at once.
+#[tokio::test]
+async fn restarts_wait_for_their_boundary_by_the_api_servers_clock() {
+    let ns = TestNamespace::create("server-clock").await;
+    create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
+    create_deployment(&ns, "web", 2, "evict-pods").await;
+    let original = ready_pods(&ns, "web", 2).await;
+    let proxy = common::proxy::LosingProxy::start(&ns.name, "/deployments/web").await;
+    proxy.shift_clock(-20);
+    let kubeconfig = proxy.kubeconfig().display().to_string();
+    let scope = format!("--namespaces={}", ns.name);
+    let _reloader = Reloader::start_unscoped(&[scope.as_str()], &[("KUBECONFIG", kubeconfig.as_str())]).await;
+    Kind::Deployment.wait_recorded(&ns, "web").await;
+
+    set_configmap_data(&ns, "cfg", &[("k", "2")]).await;
+    let deployments = ns.api::<Deployment>();
+    wait_for("the boundary written", RELOAD_WAIT, || async {
+        let d = deployments.get("web").await.map_err(|e| e.to_string())?;
+        let written = d.metadata.annotations.unwrap_or_default().contains_key(BOUNDARY);
+        if written { Ok(()) } else { Err("no boundary yet".to_owned()) }
+    })
+    .await;
+    holds_for("no pod evicted before the API server's clock passes the boundary", Duration::from_secs(10), || async {
+        let pods = ns.api::<k8s_openapi::api::core::v1::Pod>().list(&ListParams::default().labels("app=web")).await;
+        let names: std::collections::BTreeSet<String> =
+            pods.map_err(|e| e.to_string())?.items.into_iter().filter_map(|p| p.metadata.name).collect();
+        if names == original { Ok(()) } else { Err(format!("pods now {names:?}, before {original:?}")) }
+    })
+    .await;
+    wait_for("both pods replaced once the API server's clock passed the boundary", RELOAD_WAIT, || async {
+        let now = ready_pods(&ns, "web", 2).await;
+        if now.is_disjoint(&original) { Ok(()) } else { Err(format!("still {:?}", now.intersection(&original))) }
+    })
+    .await;
 }

@@ -2,7 +2,8 @@
 //! the admin credentials and, once armed, loses the answer to chosen writes — the API server applies them, the
 //! controller gets a 504 instead (a connection dropped after the write was committed, a timed-out load balancer).
 //! It can also hold a lost answer until the test releases it (to change something in between), and fail the
-//! controller's reads of the same object (so a read-back cannot tell it the write landed).
+//! controller's reads of the same object (so a read-back cannot tell it the write landed), and date every answer
+//! as an API server whose clock is off would.
 
 use std::{
     net::SocketAddr,
@@ -37,6 +38,8 @@ struct ProxyState {
     hold_next: std::sync::Mutex<Option<String>>,
     /// Answers held (lost or not) so far.
     held: AtomicUsize,
+    /// Seconds added to the `Date` of every answer (negative: an API server whose clock is behind).
+    clock_shift: std::sync::atomic::AtomicI64,
 }
 
 impl LosingProxy {
@@ -54,6 +57,7 @@ impl LosingProxy {
             release: tokio::sync::Notify::new(),
             hold_next: std::sync::Mutex::new(None),
             held: AtomicUsize::new(0),
+            clock_shift: std::sync::atomic::AtomicI64::new(0),
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
         let addr: SocketAddr = listener.local_addr().expect("proxy address");
@@ -90,6 +94,11 @@ impl LosingProxy {
     /// the controller's worker that sent it waits meanwhile.
     pub fn hold_next(&self, suffix: &str) {
         *self.state.hold_next.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(suffix.to_owned());
+    }
+
+    /// Dates every answer `seconds` off this host's clock from now on, as an API server whose clock is off would.
+    pub fn shift_clock(&self, seconds: i64) {
+        self.state.clock_shift.store(seconds, Ordering::SeqCst);
     }
 
     /// Answers held so far (each counted once the write was applied).
@@ -172,6 +181,13 @@ async fn forward(State(state): State<Arc<ProxyState>>, request: axum::extract::R
     let (mut parts, body) = answer.into_parts();
     parts.headers.remove(http::header::CONTENT_LENGTH);
     parts.headers.remove(http::header::TRANSFER_ENCODING);
+    let shift = state.clock_shift.load(Ordering::SeqCst);
+    if shift != 0 {
+        let dated = jiff::Timestamp::now().checked_add(jiff::SignedDuration::from_secs(shift)).expect("a date");
+        let printer = jiff::fmt::rfc2822::DateTimePrinter::new();
+        let date = printer.timestamp_to_rfc9110_string(&dated).expect("an HTTP date");
+        parts.headers.insert(http::header::DATE, http::HeaderValue::from_str(&date).expect("a header value"));
+    }
     Response::from_parts(parts, Body::new(body))
 }
 
