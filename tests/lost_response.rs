@@ -152,10 +152,12 @@ async fn a_reload_whose_answer_is_lost_rolls_once_with_the_restart_strategy() {
 /// retry must take a later mark: a third revision, on the newest content. One worker, held by `blocker`'s write
 /// (its answer held by the proxy), keeps the newer change waiting until the retry has joined it; no quiet period,
 /// so each change is queued when it is seen. With the mark not refreshed this test fails: web stays at 2 revisions.
-#[tokio::test]
-async fn a_retry_that_joins_newer_content_restarts_again_with_the_restart_strategy() {
+/// `hold_watch`: the proxy also holds the controller's watch of Deployments from before the first write until the
+/// retry was sent, so the retry plans from the state before the first write (no echo of it), as when the watch
+/// lags.
+async fn retry_joins_newer_content(case: &str, hold_watch: bool) {
     const RESTARTED_AT: &str = "kubectl.kubernetes.io/restartedAt";
-    let ns = TestNamespace::create("lost-newer").await;
+    let ns = TestNamespace::create(case).await;
     create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
     create_configmap(&ns, "blocker-cfg", &[("k", "1")], &[]).await;
     let auto = json!({"reloader.stakater.com/auto": "true"});
@@ -170,6 +172,11 @@ async fn a_retry_that_joins_newer_content_restarts_again_with_the_restart_strate
     let reloader = Reloader::start_unscoped(&args, &[("KUBECONFIG", kubeconfig.as_str())]).await;
     Kind::Deployment.wait_recorded(&ns, "web").await;
     Kind::Deployment.wait_recorded(&ns, "blocker").await;
+    let patches_before = proxy.patches();
+    let deployment_updates = reloader.events("update", "deployments").await;
+    if hold_watch {
+        proxy.hold_watches("/deployments");
+    }
     proxy.hold_answers();
     proxy.fail_reads(1);
     proxy.arm(1);
@@ -207,6 +214,15 @@ async fn a_retry_that_joins_newer_content_restarts_again_with_the_restart_strate
     // fails for being early.
     tokio::time::sleep(std::time::Duration::from_secs(2)).await;
     proxy.release();
+    if hold_watch {
+        wait_for("web's retry sent", RELOAD_WAIT, || async {
+            let sent = proxy.patches() - patches_before;
+            if sent == 2 { Ok(()) } else { Err(format!("{sent} PATCHes of web since the loss was armed")) }
+        })
+        .await;
+        assert_eq!(deployment_updates.grown().await, 0.0, "the controller saw a Deployment change while held");
+        proxy.release_watches();
+    }
 
     Kind::Deployment.stays_at_revisions(&ns, "web", 3).await;
     assert_ne!(marks().await, Some(first_mark), "the retry wrote the first change's mark again");
@@ -215,4 +231,14 @@ async fn a_retry_that_joins_newer_content_restarts_again_with_the_restart_strate
     let record = record.get("reloader.stakater.com/applied-hashes").cloned().unwrap_or_default();
     assert!(record.contains(&configmap_hash(&[("k", "3")])), "record {record}");
     Kind::Deployment.wait_revisions(&ns, "blocker", 2).await;
+}
+
+#[tokio::test]
+async fn a_retry_that_joins_newer_content_restarts_again_with_the_restart_strategy() {
+    retry_joins_newer_content("lost-newer", false).await;
+}
+
+#[tokio::test]
+async fn a_retry_that_plans_before_the_echo_restarts_again_with_the_restart_strategy() {
+    retry_joins_newer_content("lost-newer-held", true).await;
 }

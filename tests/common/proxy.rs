@@ -3,7 +3,8 @@
 //! controller gets a 504 instead (a connection dropped after the write was committed, a timed-out load balancer).
 //! It can also hold a lost answer until the test releases it (to change something in between), and fail the
 //! controller's reads of the same object (so a read-back cannot tell it the write landed), and date every answer
-//! as an API server whose clock is off would.
+//! as an API server whose clock is off would, and hold the controller's watch of a collection (its events wait,
+//! in order, until the test lets them go: the controller plans from what it saw before).
 
 use std::{
     net::SocketAddr,
@@ -40,6 +41,10 @@ struct ProxyState {
     held: AtomicUsize,
     /// Seconds added to the `Date` of every answer (negative: an API server whose clock is behind).
     clock_shift: std::sync::atomic::AtomicI64,
+    /// PATCHes of a path ending with `path_suffix` answered by the API server so far (lost or not).
+    patches: AtomicUsize,
+    /// Watches of a path ending with this deliver nothing while it is set.
+    watches_held: tokio::sync::watch::Sender<Option<String>>,
 }
 
 impl LosingProxy {
@@ -58,6 +63,8 @@ impl LosingProxy {
             hold_next: std::sync::Mutex::new(None),
             held: AtomicUsize::new(0),
             clock_shift: std::sync::atomic::AtomicI64::new(0),
+            patches: AtomicUsize::new(0),
+            watches_held: tokio::sync::watch::Sender::new(None),
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
         let addr: SocketAddr = listener.local_addr().expect("proxy address");
@@ -120,6 +127,22 @@ impl LosingProxy {
     pub fn lost(&self) -> usize {
         self.state.lost.load(Ordering::SeqCst)
     }
+
+    /// PATCHes of the path answered by the API server so far (lost or not, counted before a held answer goes).
+    pub fn patches(&self) -> usize {
+        self.state.patches.load(Ordering::SeqCst)
+    }
+
+    /// Holds the events of every watch of a path ending with `suffix` (e.g. `/deployments`), open or opened later,
+    /// until [`Self::release_watches`]; they are delivered then, in order.
+    pub fn hold_watches(&self, suffix: &str) {
+        self.state.watches_held.send_replace(Some(suffix.to_owned()));
+    }
+
+    /// Delivers the held watch events and everything after them.
+    pub fn release_watches(&self) {
+        self.state.watches_held.send_replace(None);
+    }
 }
 
 impl Drop for LosingProxy {
@@ -159,10 +182,15 @@ async fn forward(State(state): State<Arc<ProxyState>>, request: axum::extract::R
         }
         matches
     };
+    let watch = parts.method == http::Method::GET
+        && parts.uri.query().is_some_and(|q| q.split('&').any(|p| p.starts_with("watch=")));
     let answer = match state.client.send(outgoing).await {
         Ok(answer) => answer,
         Err(e) => return status(502, &format!("proxy: {e}")),
     };
+    if parts.method == http::Method::PATCH && parts.uri.path().ends_with(&state.path_suffix) {
+        state.patches.fetch_add(1, Ordering::SeqCst);
+    }
     if hold_this {
         state.held.fetch_add(1, Ordering::SeqCst);
         state.release.notified().await;
@@ -178,6 +206,7 @@ async fn forward(State(state): State<Arc<ProxyState>>, request: axum::extract::R
         }
         return status(504, "the test proxy lost the API server's answer");
     }
+    let parts_path = parts.uri.path().to_owned();
     let (mut parts, body) = answer.into_parts();
     parts.headers.remove(http::header::CONTENT_LENGTH);
     parts.headers.remove(http::header::TRANSFER_ENCODING);
@@ -187,6 +216,19 @@ async fn forward(State(state): State<Arc<ProxyState>>, request: axum::extract::R
         let printer = jiff::fmt::rfc2822::DateTimePrinter::new();
         let date = printer.timestamp_to_rfc9110_string(&dated).expect("an HTTP date");
         parts.headers.insert(http::header::DATE, http::HeaderValue::from_str(&date).expect("a header value"));
+    }
+    if watch {
+        // Each chunk (a watch event, or part of one) waits while the watch is held: none is lost or reordered.
+        let held = state.watches_held.subscribe();
+        let path: std::sync::Arc<str> = parts_path.into();
+        let chunks = futures::StreamExt::then(Body::new(body).into_data_stream(), move |chunk| {
+            let (mut held, path) = (held.clone(), path.clone());
+            async move {
+                let _ = held.wait_for(|held| !held.as_deref().is_some_and(|suffix| path.ends_with(suffix))).await;
+                chunk
+            }
+        });
+        return Response::from_parts(parts, Body::from_stream(chunks));
     }
     Response::from_parts(parts, Body::new(body))
 }
