@@ -107,7 +107,7 @@ fn decide<'a>(
         let index = ctx.index();
         (index.pause_state(key), index.workload_uid(key), index.rollout_strategy(key), index.cronjob_reload(key))
     };
-    let rollout_strategy = rollout_strategy.unwrap_or(ctx.settings.rollout_strategy).for_kind(key.kind);
+    let rollout_strategy = rollout_strategy.unwrap_or(ctx.settings.rollout_strategy).for_kind(&key.kind.facts());
     let suspended = pause_state.as_ref().is_some_and(|p| workload::spawns_nothing(key.kind, p, cronjob_reload));
     let pause = match pause_state {
         Some(state) if key.kind == WorkloadKind::Deployment => {
@@ -240,7 +240,7 @@ async fn write(
                 warn!(kind = %key.kind, namespace = %key.namespace, "no patch permission on {} in namespace {}: the \
                       restart-safety record is not written there (tried again every {} minutes), so a change made \
                       while the controller is down is not applied to {} workloads that were never reloaded \
-                      ({message})", key.kind.api_resource(), key.namespace,
+                      ({message})", key.kind.facts().api_resource, key.namespace,
                       crate::rules::record_refusals::RECHECK.as_secs() / 60, key.kind);
             } else {
                 debug!(kind = %key.kind, namespace = %key.namespace, "the restart-safety record is still refused");

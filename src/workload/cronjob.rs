@@ -17,7 +17,7 @@ use kube::{
 use serde_json::{Value, json};
 
 use super::{
-    WorkloadKey, WorkloadKind, WorkloadObject,
+    KindFacts, Watched, WorkloadKey, WorkloadKind, WorkloadObject,
     patch::{
         CronJobReload, WorkloadWrite, WriteStyle, get_json, json_api, patch_metadata, strategic_patch,
         template_patch_body,
@@ -31,6 +31,20 @@ impl WorkloadObject for CronJob {
     const WRITE: WriteStyle = WriteStyle::SpawnJob;
     type Spec = k8s_openapi::api::batch::v1::CronJobSpec;
     type Status = k8s_openapi::api::batch::v1::CronJobStatus;
+
+    fn facts() -> KindFacts {
+        KindFacts {
+            api_version: "batch/v1",
+            api_resource: "cronjobs.batch",
+            names: &["cronjob", "cj"],
+            watched: Watched::UnlessCronJobsIgnored,
+            tracks_rollouts: false,
+            has_pod_template: true,
+            runs_to_completion: true,
+            pause_period: false,
+            cronjob_reload: true,
+        }
+    }
 
     fn from_parts(metadata: ObjectMeta, spec: Option<Self::Spec>, status: Option<Self::Status>) -> Self {
         Self { metadata, spec, status }

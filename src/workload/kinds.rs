@@ -14,7 +14,7 @@ use k8s_openapi::api::{
 use kube::Client;
 
 use super::{
-    WorkloadKey, WorkloadKind, WorkloadObject,
+    KindFacts, WorkloadKey, WorkloadKind, WorkloadObject,
     configured::Configured,
     cronjob,
     custom::{self, DeploymentConfig, Rollout},
@@ -52,6 +52,58 @@ pub fn visit<V: KindVisitor>(kind: WorkloadKind, visitor: V) -> V::Output {
     }
 }
 
+impl WorkloadKind {
+    /// What the kind is and how the rules treat it, as its file states them ([`WorkloadObject::facts`]).
+    pub fn facts(self) -> KindFacts {
+        visit(self, FactsOf)
+    }
+
+    /// The kind `kubectl` names `name` (singular, lower case, short names included: `deploy`, `sts`…): a built-in
+    /// kind first, then the configured ones in slot order.
+    pub fn from_kubectl_name(name: &str) -> Option<Self> {
+        Self::all().find(|&kind| visit(kind, Named(name)))
+    }
+}
+
+/// Whether `group`'s `kind` is a built-in kind, by its type's API names (`--workload-kind` refuses those: they are
+/// reloaded already).
+pub fn is_built_in(group: &str, kind: &str) -> bool {
+    WorkloadKind::ALL.into_iter().any(|k| visit(k, IsApiKind { group, kind }))
+}
+
+/// [`WorkloadKind::facts`].
+struct FactsOf;
+
+impl KindVisitor for FactsOf {
+    type Output = KindFacts;
+    fn visit<K: WorkloadObject>(self) -> KindFacts {
+        K::facts()
+    }
+}
+
+/// [`WorkloadKind::from_kubectl_name`]: whether `K` is the kind named.
+struct Named<'a>(&'a str);
+
+impl KindVisitor for Named<'_> {
+    type Output = bool;
+    fn visit<K: WorkloadObject>(self) -> bool {
+        K::named(self.0)
+    }
+}
+
+/// [`is_built_in`]: whether `K`'s type has this API group and kind.
+struct IsApiKind<'a> {
+    group: &'a str,
+    kind: &'a str,
+}
+
+impl KindVisitor for IsApiKind<'_> {
+    type Output = bool;
+    fn visit<K: WorkloadObject>(self) -> bool {
+        K::group(&()) == self.group && K::kind(&()) == self.kind
+    }
+}
+
 /// Writes a reload into a `K` the way its kind is written ([`WorkloadObject::WRITE`]): one strategic merge patch of
 /// its template, its kind's own write otherwise. Returns the workload's `metadata.generation` after the write when
 /// its response says (`super::write`).
@@ -69,21 +121,5 @@ pub(super) async fn write<K: WorkloadObject>(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    struct KindOf;
-    impl KindVisitor for KindOf {
-        type Output = WorkloadKind;
-        fn visit<K: WorkloadObject>(self) -> WorkloadKind {
-            K::KIND
-        }
-    }
-
-    #[test]
-    fn every_kind_maps_to_the_type_of_that_kind() {
-        for kind in WorkloadKind::ALL.into_iter().chain((0..8).map(WorkloadKind::Configured)) {
-            assert_eq!(visit(kind, KindOf), kind);
-        }
-    }
-}
+#[path = "kinds_tests.rs"]
+mod tests;

@@ -40,7 +40,7 @@ pub use pods::{
 pub use record::HashRecord;
 pub use write::write;
 
-pub use crate::rules::keys::{RolloutState, WorkloadKey, WorkloadKind};
+pub use crate::rules::keys::{KindFacts, RolloutState, Watched, WorkloadKey, WorkloadKind};
 
 use k8s_openapi::{
     NamespaceResourceScope, api::core::v1::PodTemplateSpec, apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -76,6 +76,15 @@ pub trait WorkloadObject:
     type Spec: DeserializeOwned + Send + Sync + 'static;
     /// Its `status` type.
     type Status: DeserializeOwned + Send + Sync + 'static;
+
+    /// What the kind is and how the rules treat it: the kind table answers [`WorkloadKind::facts`] with these.
+    fn facts() -> KindFacts;
+
+    /// The names `reloader explain` takes for the kind ([`KindFacts::names`]; a configured kind is named by its
+    /// registration's rule).
+    fn named(name: &str) -> bool {
+        Self::facts().names.contains(&name)
+    }
 
     /// The object from its parts ([`Lean`] decodes them without `managedFields`).
     fn from_parts(metadata: ObjectMeta, spec: Option<Self::Spec>, status: Option<Self::Status>) -> Self;

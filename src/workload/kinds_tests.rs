@@ -1,0 +1,31 @@
+//! Unit tests of the kind table: every kind reaches its own type, its facts agree with its type's API names, and
+//! what the rules make of them per kind.
+
+use super::*;
+
+struct KindOf;
+impl KindVisitor for KindOf {
+    type Output = WorkloadKind;
+    fn visit<K: WorkloadObject>(self) -> WorkloadKind {
+        K::KIND
+    }
+}
+
+#[test]
+fn every_kind_maps_to_the_type_of_that_kind() {
+    for kind in WorkloadKind::ALL.into_iter().chain((0..8).map(WorkloadKind::Configured)) {
+        assert_eq!(visit(kind, KindOf), kind);
+    }
+}
+
+#[test]
+fn each_kind_gets_the_rollout_strategies_it_can_take() {
+    use crate::rules::strategy::RolloutStrategy as S;
+    use WorkloadKind::{CronJob, Deployment, Job, Rollout};
+    for s in [S::Rollout, S::Restart, S::EvictPods, S::DeletePods] {
+        assert_eq!(s.for_kind(&Deployment.facts()), s, "{s:?}");
+        assert_eq!(s.for_kind(&Rollout.facts()), s, "{s:?}");
+        assert_eq!(s.for_kind(&CronJob.facts()), S::Rollout, "{s:?}: CronJobs spawn a Job");
+        assert_eq!(s.for_kind(&Job.facts()), S::Rollout, "{s:?}: Jobs are recreated");
+    }
+}
