@@ -221,7 +221,8 @@ pub fn summarise<K: WorkloadObject>(obj: &K, keys: &AnnotationKeys) -> Option<(W
         });
     }
     let cronjob_value = metadata_annotations.and_then(|a| a.get(crate::constants::annotation::CRONJOB_RELOAD));
-    let (cronjob_reload, problem) = CronJobReload::from_annotation(K::KIND, cronjob_value.map(String::as_str));
+    let (cronjob_reload, problem) =
+        CronJobReload::from_annotation(K::facts().cronjob_reload, cronjob_value.map(String::as_str));
     annotations.problems.extend(problem);
     let restart_pods_before = metadata_annotations
         .and_then(|a| a.get(crate::constants::annotation::RESTART_PODS_CREATED_BEFORE))
@@ -284,7 +285,7 @@ fn spec_written_last_by_us(meta: &ObjectMeta) -> bool {
 /// still happens, without a pause) instead of blocking reloads or pausing forever.
 fn pause_problem<K: WorkloadObject>(key: &str, period: Option<&str>) -> Option<WorkloadProblem> {
     let period = period?;
-    let message = if K::KIND != WorkloadKind::Deployment {
+    let message = if !K::facts().pause_period {
         format!("Annotation '{key}' only applicable for deployments")
     } else {
         let e = crate::rules::duration::parse_go_duration(period).err()?;
