@@ -134,7 +134,7 @@ pub enum Watched {
     UnlessCronJobsIgnored,
     /// Unless `--ignored-workload-types` names `jobs`.
     UnlessJobsIgnored,
-    /// With `--is-Argo-Rollouts`, once its API is served.
+    /// With `--is-argo-rollouts`, once its API is served.
     ArgoRollouts,
     /// Unless `--is-openshift` is false, once its API is served.
     OpenShift,
