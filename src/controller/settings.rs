@@ -98,7 +98,7 @@ impl Settings {
             .filter(|v| !v.trim().is_empty())
             .map(|v| crate::rules::configured_kinds::ConfiguredKind::parse(v))
             .collect::<Result<_, _>>()?;
-        crate::rules::configured_kinds::register(configured)?;
+        crate::rules::configured_kinds::register(configured, crate::workload::kinds::is_built_in)?;
         for (slot, kind) in crate::rules::configured_kinds::registered().iter().enumerate() {
             let slot = u8::try_from(slot).map_err(|_| crate::rules::configured_kinds::KindError::TooMany)?;
             let source: &'static [Source] = Box::leak(Box::new([Source::Workload(WorkloadKind::Configured(slot))]));

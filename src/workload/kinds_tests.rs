@@ -29,3 +29,22 @@ fn each_kind_gets_the_rollout_strategies_it_can_take() {
         assert_eq!(s.for_kind(&Job.facts()), S::Rollout, "{s:?}: Jobs are recreated");
     }
 }
+
+#[test]
+fn the_built_in_kinds_are_known_by_their_types_api_names() {
+    let built_in = [
+        ("apps", "Deployment"),
+        ("apps", "StatefulSet"),
+        ("apps", "DaemonSet"),
+        ("batch", "CronJob"),
+        ("batch", "Job"),
+        ("argoproj.io", "Rollout"),
+        ("apps.openshift.io", "DeploymentConfig"),
+    ];
+    for (group, kind) in built_in {
+        assert!(is_built_in(group, kind), "{group} {kind}");
+    }
+    for (group, kind) in [("apps.kruise.io", "StatefulSet"), ("apps.kruise.io", "CloneSet"), ("apps", "ReplicaSet")] {
+        assert!(!is_built_in(group, kind), "{group} {kind}");
+    }
+}
