@@ -48,3 +48,19 @@ fn the_built_in_kinds_are_known_by_their_types_api_names() {
         assert!(!is_built_in(group, kind), "{group} {kind}");
     }
 }
+
+#[test]
+fn each_kinds_facts_name_the_api_its_type_is_served_by() {
+    struct Api;
+    impl KindVisitor for Api {
+        type Output = (String, String);
+        fn visit<K: WorkloadObject>(self) -> Self::Output {
+            (K::api_version(&()).into_owned(), format!("{}.{}", K::plural(&()), K::group(&())))
+        }
+    }
+    for kind in WorkloadKind::ALL {
+        let facts = kind.facts();
+        let (api_version, api_resource) = visit(kind, Api);
+        assert_eq!((facts.api_version, facts.api_resource), (api_version.as_str(), api_resource.as_str()), "{kind}");
+    }
+}
