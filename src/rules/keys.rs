@@ -1,6 +1,7 @@
 //! The identities the rules and the index share, as plain values: which resource, which workload and of what
-//! kind, and where its rollout stands. They sit below every rule that names them (`gates`, `decision`) and the
-//! modules that fill them (`workload`, `index`), so dependencies point one way.
+//! kind, and where its rollout stands; and what a kind is ([`KindFacts`]), stated by each kind's file in
+//! `workload` and given to the rules that need it. They sit below every rule that names them (`gates`, `decision`,
+//! `strategy`) and the modules that fill them (`workload`, `index`), so dependencies point one way.
 //!
 //! Pure: no client, no I/O.
 

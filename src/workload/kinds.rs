@@ -1,11 +1,19 @@
-//! The kind table: the one place a [`WorkloadKind`] names the Rust type that reads and writes it, and a type's
-//! [`WriteStyle`] the write that does it (`write`). Code that needs a kind's type — to watch, list, read or write
-//! it — implements [`KindVisitor`] and calls [`visit`], instead of a `match` of its own. Adding a kind is its file
-//! (implementing [`WorkloadObject`]), its facts in [`WorkloadKind`] (`keys.rs`: its names, API version and resource)
-//! and one line here. Kinds added by `--workload-kind` need none of that: each takes a slot of [`Configured`].
-//! It sits above the kind files (which depend only on the files below them: `patch.rs`, `rollout.rs`,
-//! `owed_jobs.rs`); the writer (`write.rs`), the pod restarts (`pods.rs`) and the lists (`list.rs`) reach a kind
-//! only through it.
+//! The kind table: the one place a [`WorkloadKind`] names the Rust type that reads and writes it. Everything about
+//! a kind is answered by that type, as the kind's own file states it (implementing [`WorkloadObject`]): its facts
+//! ([`KindFacts`]: API and kubectl names, when it is watched, whether its rollouts are tracked, whether it has a pod
+//! template, whether its pods run to completion, which kind-only annotations apply), how it is decoded, where its
+//! template is and how its rollout is judged, and how it is written ([`WriteStyle`]: `write` here). Code that needs
+//! any of it asks [`WorkloadKind::facts`] (or [`WorkloadKind::from_kubectl_name`], [`is_built_in`]) or implements
+//! [`KindVisitor`] and calls [`visit`], instead of a `match` of its own; the rules are given the facts.
+//!
+//! Adding a built-in kind is its file, its name in [`WorkloadKind`] (the variant and `WorkloadKind::ALL`: the
+//! identity the rules, the index and the queue key by) and its line in [`visit`] (the compiler asks for it);
+//! `kinds_tests.rs` shows a kind stated in one test file (`Widget`) served by this machinery. Kinds added by
+//! `--workload-kind` need none of that: each takes a slot of [`Configured`], whose facts come from its
+//! registration. It sits above the kind files (which depend only on the files below them: `patch.rs`,
+//! `rollout.rs`, `owed_jobs.rs`); the writer (`write.rs`), the pod restarts (`pods.rs`) and the lists (`list.rs`)
+//! reach a kind only through it. `WorkloadKind`'s methods here are inherent methods of a type of the pure layer,
+//! implemented above it: the rules never call them (they take [`KindFacts`] as an argument).
 
 use k8s_openapi::api::{
     apps::v1::{DaemonSet, Deployment, StatefulSet},

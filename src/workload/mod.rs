@@ -1,7 +1,7 @@
-//! The workload kinds that get reloaded. Each kind lives in its own file and implements [`WorkloadObject`];
-//! [`kinds`] is the one table from a kind to its type and to how it is written (adding a kind: its file, its facts
-//! in [`WorkloadKind`], one line there). The files are layered, no file needing one above it: `patch.rs` (what a
-//! write is, the patch bodies and requests the writes share), [`rollout`] (whether a rollout is complete) and
+//! The workload kinds that get reloaded. Each kind lives in its own file and implements [`WorkloadObject`]; [`kinds`]
+//! is the one table from a kind to its type, which answers the kind's facts and how it is written (adding a kind: its
+//! file, its name in [`WorkloadKind`], one line there). The files are layered, no file needing one above it: `patch.rs`
+//! (what a write is, the patch bodies and requests the writes share), [`rollout`] (whether a rollout is complete) and
 //! `owed_jobs.rs` at the bottom; the kind files on them; [`kinds`] above the kind files; `write.rs`, `confirm.rs`,
 //! `pods.rs` and `list.rs` on top, reaching a kind only through [`kinds`].
 
