@@ -180,8 +180,10 @@ impl Health {
             body.push_str(&format!("\ndegraded (reloads go on): not watched:\n{}", degraded.join("\n")));
         }
         let refused = self.records_refused.standing(now);
-        let refused: Vec<String> =
-            refused.iter().map(|(kind, ns)| format!("{} in {ns}: no patch permission", kind.api_resource())).collect();
+        let refused: Vec<String> = refused
+            .iter()
+            .map(|(kind, ns)| format!("{} in {ns}: no patch permission", kind.facts().api_resource))
+            .collect();
         if !refused.is_empty() {
             body.push_str(&format!(
                 "\ndegraded (reloads go on): restart-safety record not written:\n{}",

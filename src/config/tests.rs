@@ -164,6 +164,27 @@ fn sync_after_restart_acts_only_with_reload_on_create_as_upstream() {
 }
 
 #[test]
+fn the_workload_kinds_watched_are_the_ones_the_flags_ask_for() {
+    use crate::controller::Source;
+    use crate::rules::{keys::WorkloadKind as K, resource::ConfigKind};
+    let settings = |args: &[&str]| crate::controller::Settings::from_args(&parse(args).expect("parse")).expect("valid");
+    let default = settings(&[]);
+    let core = [K::Deployment, K::StatefulSet, K::DaemonSet, K::CronJob, K::Job].map(Source::Workload);
+    let configs = [Source::Config(ConfigKind::ConfigMap), Source::Config(ConfigKind::Secret)];
+    assert_eq!(default.watch.sources, [&configs[..], &core[..]].concat());
+    let optional = |s: &crate::controller::Settings| {
+        s.optional.iter().map(|o| (o.sources.to_vec(), o.group_version, o.plural, o.configured)).collect::<Vec<_>>()
+    };
+    let dc = (vec![Source::Workload(K::DeploymentConfig)], "apps.openshift.io/v1", "deploymentconfigs", None);
+    assert_eq!(optional(&default), std::slice::from_ref(&dc), "--is-openshift is on unless false");
+    let fewer = settings(&["--ignored-workload-types=jobs,cronjobs", "--is-Argo-Rollouts", "--is-openshift=false"]);
+    assert_eq!(fewer.watch.sources, [&configs[..], &core[..3]].concat());
+    let rollouts = (vec![Source::Workload(K::Rollout)], "argoproj.io/v1alpha1", "rollouts", None);
+    assert_eq!(optional(&fewer), std::slice::from_ref(&rollouts));
+    assert_eq!(optional(&settings(&["--is-Argo-Rollouts"])), [rollouts, dc]);
+}
+
+#[test]
 fn alert_on_reload_tolerates_upstreams_non_boolean_values() {
     let off = parse(&["--alert-on-reload=on", "--alert-webhook-url=http://x"]).expect("accepted, as upstream");
     assert!(off.alerts.alerts().is_none(), "not \"true\": alerts stay off, as upstream");

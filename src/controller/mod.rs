@@ -179,7 +179,7 @@ pub async fn run(
     let limiter = crate::ratelimit::RateLimiter::new(settings.write_qps, settings.write_burst);
     let budget = budget::RolloutBudget::new(settings.rollout_budget.0, settings.rollout_budget.1);
     // Only where Jobs are reloaded is anything owed (and the chart grants the Secret).
-    let reloads_jobs = settings.watch.sources.contains(&Source::Workload(crate::workload::WorkloadKind::Job));
+    let reloads_jobs = settings.watch.sources.contains(&Source::Workload(crate::workload::OwedJobs::KIND));
     // An owed recreation whose Job is gone is created within `--rollout-timeout` of its reload, never later
     // (owed_jobs.rs says why).
     let owed_jobs = crate::workload::OwedJobs::new(

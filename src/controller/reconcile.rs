@@ -15,7 +15,7 @@ use crate::rules::{
 use crate::{
     constants::APPLIED_HASHES_BUDGET,
     index::PlannedReload,
-    workload::{self, WorkloadKey, WorkloadKind, WorkloadWrite},
+    workload::{self, WorkloadKey, WorkloadWrite},
 };
 
 /// Plans `key`; when key-level reloads need views the index lacks, reads those resources once and plans again
@@ -107,12 +107,11 @@ fn decide<'a>(
         let index = ctx.index();
         (index.pause_state(key), index.workload_uid(key), index.rollout_strategy(key), index.cronjob_reload(key))
     };
-    let rollout_strategy = rollout_strategy.unwrap_or(ctx.settings.rollout_strategy).for_kind(key.kind);
-    let suspended = pause_state.as_ref().is_some_and(|p| workload::spawns_nothing(key.kind, p, cronjob_reload));
+    let facts = key.kind.facts();
+    let rollout_strategy = rollout_strategy.unwrap_or(ctx.settings.rollout_strategy).for_kind(&facts);
+    let suspended = pause_state.as_ref().is_some_and(|p| workload::spawns_nothing(&facts, p, cronjob_reload));
     let pause = match pause_state {
-        Some(state) if key.kind == WorkloadKind::Deployment => {
-            pause::evaluate(&state, !plan.reloads.is_empty(), jiff::Timestamp::now())
-        }
+        Some(state) if facts.pause_period => pause::evaluate(&state, !plan.reloads.is_empty(), jiff::Timestamp::now()),
         _ => PauseAction::None,
     };
     if let PauseAction::ResumeIn(delay) = pause {
@@ -240,7 +239,7 @@ async fn write(
                 warn!(kind = %key.kind, namespace = %key.namespace, "no patch permission on {} in namespace {}: the \
                       restart-safety record is not written there (tried again every {} minutes), so a change made \
                       while the controller is down is not applied to {} workloads that were never reloaded \
-                      ({message})", key.kind.api_resource(), key.namespace,
+                      ({message})", key.kind.facts().api_resource, key.namespace,
                       crate::rules::record_refusals::RECHECK.as_secs() / 60, key.kind);
             } else {
                 debug!(kind = %key.kind, namespace = %key.namespace, "the restart-safety record is still refused");
@@ -375,10 +374,7 @@ fn report(
         debug!(workload = %key, "recorded applied hashes");
     }
     // What ran, in the log: the rollout strategy, or for a CronJob its `cronjob-reload` mode.
-    let ran = match key.kind {
-        WorkloadKind::CronJob => cronjob_reload.as_str(),
-        _ => rollout_strategy.as_str(),
-    };
+    let ran = if key.kind.facts().cronjob_reload { cronjob_reload.as_str() } else { rollout_strategy.as_str() };
     for r in &plan.reloads {
         let changed = r.changed_keys.as_deref();
         if let Some(events) = ctx.events() {

@@ -8,7 +8,7 @@ use crate::rules::{
 };
 use crate::{
     config::{Args, ConfigError},
-    workload::WorkloadKind,
+    workload::{Watched, WorkloadKind},
 };
 
 /// What the controller needs to know from the flags.
@@ -91,15 +91,6 @@ impl Settings {
         if scoping.secrets {
             sources.push(Source::Config(ConfigKind::Secret));
         }
-        sources.extend(
-            [WorkloadKind::Deployment, WorkloadKind::StatefulSet, WorkloadKind::DaemonSet].map(Source::Workload),
-        );
-        if scoping.cronjobs {
-            sources.push(Source::Workload(WorkloadKind::CronJob));
-        }
-        if scoping.jobs {
-            sources.push(Source::Workload(WorkloadKind::Job));
-        }
         let mut optional = Vec::new();
         let configured: Vec<_> = args
             .workload_kinds
@@ -107,7 +98,7 @@ impl Settings {
             .filter(|v| !v.trim().is_empty())
             .map(|v| crate::rules::configured_kinds::ConfiguredKind::parse(v))
             .collect::<Result<_, _>>()?;
-        crate::rules::configured_kinds::register(configured)?;
+        crate::rules::configured_kinds::register(configured, crate::workload::kinds::is_built_in)?;
         for (slot, kind) in crate::rules::configured_kinds::registered().iter().enumerate() {
             let slot = u8::try_from(slot).map_err(|_| crate::rules::configured_kinds::KindError::TooMany)?;
             let source: &'static [Source] = Box::leak(Box::new([Source::Workload(WorkloadKind::Configured(slot))]));
@@ -118,21 +109,36 @@ impl Settings {
                 configured: Some(slot),
             });
         }
-        if args.is_argo_rollouts {
-            optional.push(OptionalKind {
-                sources: &[Source::Workload(WorkloadKind::Rollout)],
-                group_version: "argoproj.io/v1alpha1",
-                plural: "rollouts",
-                configured: None,
-            });
-        }
-        if !matches!(args.is_openshift.trim().to_ascii_lowercase().as_str(), "false" | "0" | "no") {
-            optional.push(OptionalKind {
-                sources: &[Source::Workload(WorkloadKind::DeploymentConfig)],
-                group_version: "apps.openshift.io/v1",
-                plural: "deploymentconfigs",
-                configured: None,
-            });
+        // The built-in kinds, each as its facts say: watched always, unless a flag leaves it out, or once its API
+        // is served when a flag asks for it.
+        for kind in WorkloadKind::ALL {
+            let facts = kind.facts();
+            let watched = match facts.watched {
+                Watched::Always => true,
+                Watched::UnlessCronJobsIgnored => scoping.cronjobs,
+                Watched::UnlessJobsIgnored => scoping.jobs,
+                Watched::ArgoRollouts => args.is_argo_rollouts,
+                Watched::OpenShift => {
+                    !matches!(args.is_openshift.trim().to_ascii_lowercase().as_str(), "false" | "0" | "no")
+                }
+                // Its slot, above.
+                Watched::Configured => false,
+            };
+            if !watched {
+                continue;
+            }
+            if facts.served_by_crd() {
+                // A few bytes leaked, as for a configured kind's above: the flags are read once per process.
+                let source: &'static [Source] = Box::leak(Box::new([Source::Workload(kind)]));
+                optional.push(OptionalKind {
+                    sources: source,
+                    group_version: facts.api_version,
+                    plural: facts.plural(),
+                    configured: None,
+                });
+            } else {
+                sources.push(Source::Workload(kind));
+            }
         }
         if args.enable_csi_integration {
             optional.push(OptionalKind {

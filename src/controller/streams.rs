@@ -175,7 +175,7 @@ impl KindVisitor for WorkloadStream<'_> {
 
     fn visit<K: WorkloadObject>(self) -> Self::Output {
         let Self { client, namespace, id, keys } = self;
-        if K::KIND.served_by_crd() {
+        if K::facts().served_by_crd() {
             guarded_workload_stream::<K>(api(client, namespace), id, keys)
         } else {
             workload_stream::<K>(api(client, namespace), id, keys)

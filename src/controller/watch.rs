@@ -38,7 +38,7 @@ impl Source {
             }
             Self::SecretProviderClasses => "secretproviderclasses.secrets-store.csi.x-k8s.io",
             Self::Namespaces | Self::NamespaceAnnotations => "namespaces",
-            Self::Workload(kind) => kind.api_resource(),
+            Self::Workload(kind) => kind.facts().api_resource,
         }
     }
 
@@ -48,7 +48,7 @@ impl Source {
         matches!(
             self,
             Self::Config(ConfigKind::SecretProviderClass) | Self::SecretProviderClasses | Self::NamespaceAnnotations
-        ) || matches!(self, Self::Workload(kind) if kind.served_by_crd())
+        ) || matches!(self, Self::Workload(kind) if kind.facts().served_by_crd())
     }
 }
 

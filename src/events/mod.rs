@@ -114,7 +114,7 @@ impl EventSink {
         note: String,
     ) {
         let reference = ObjectReference {
-            api_version: Some(key.kind.api_version().to_owned()),
+            api_version: Some(key.kind.facts().api_version.to_owned()),
             kind: Some(key.kind.to_string()),
             name: Some(key.name.clone()),
             namespace: Some(key.namespace.to_string()),

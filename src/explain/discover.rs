@@ -34,7 +34,7 @@ pub async fn configure_kind_named(client: &Client, name: &str) -> Result<bool, k
         .find(|p| p.group == resource.group && p.kind == resource.kind)
         .map_or_else(|| ConfiguredKind::parse(&format!("{}/{}", resource.api_version, resource.kind)), Ok);
     let Ok(kind) = kind else { return Ok(false) };
-    if configured_kinds::register(vec![kind]).is_err() {
+    if configured_kinds::register(vec![kind], crate::workload::kinds::is_built_in).is_err() {
         return Ok(false);
     }
     configured_kinds::set_plural(0, &resource.plural);

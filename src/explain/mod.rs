@@ -272,7 +272,7 @@ pub fn explain(
         let wait = crate::rules::gates::gate(&summary.annotations.gates, gates.halt_default, &changes, gates.now);
         let waits = match wait {
             _ if plan.reloads.is_empty() => None,
-            _ if crate::workload::spawns_nothing(key.kind, &summary.pause, summary.cronjob_reload) => Some(
+            _ if crate::workload::spawns_nothing(&key.kind.facts(), &summary.pause, summary.cronjob_reload) => Some(
                 "the CronJob is suspended: the change is recorded and no Job is spawned (its next run after it \
                  is resumed uses its template as it is)"
                     .to_owned(),

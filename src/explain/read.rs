@@ -39,7 +39,7 @@ pub async fn workload(
     let found = visit(kind, GetWorkload { client, namespace, name: &name, keys }).await?;
     let (key, mut summary) =
         found.ok_or_else(|| ExplainError::Target(format!("{namespace}/{name} has no namespace")))?;
-    if !kind.has_pod_template() {
+    if !kind.facts().has_pod_template {
         // A kind without a pod template (`--workload-kind …=-`): what its pods use, as the controller reads it.
         let read = crate::workload::pod_uses(client, &key).await;
         let read = read.map_err(|source| ExplainError::Api { what: format!("reading the pods of {key}"), source })?;
@@ -215,7 +215,7 @@ async fn list_workloads(client: &Client, namespace: Option<&str>, settings: &Set
         match found {
             Ok(found) => workloads.extend(found),
             // An optional kind whose API is not served here has no workloads to explain.
-            Err(kube::Error::Api(s)) if s.code == 404 && kind.served_by_crd() => {}
+            Err(kube::Error::Api(s)) if s.code == 404 && kind.facts().served_by_crd() => {}
             Err(kube::Error::Api(s)) if s.code == 403 => unreadable.push(kind),
             Err(source) => return Err(ExplainError::Api { what: format!("listing {kind}s"), source }),
         }

@@ -184,20 +184,14 @@ static REGISTERED: OnceLock<Vec<ConfiguredKind>> = OnceLock::new();
 static LEARNED: [OnceLock<(&'static str, &'static str)>; MAX] = [const { OnceLock::new() }; MAX];
 
 /// Registers the configured kinds, once per process (the flags are read once); registering none or the same list
-/// again is a no-op, another list an error.
-pub fn register(kinds: Vec<ConfiguredKind>) -> Result<(), KindError> {
+/// again is a no-op, another list an error. A kind `built_in(group, kind)` says is built in is refused: it is
+/// reloaded already (the kind table says which are, `crate::workload::kinds::is_built_in`).
+pub fn register(kinds: Vec<ConfiguredKind>, built_in: impl Fn(&str, &str) -> bool) -> Result<(), KindError> {
     if kinds.len() > MAX {
         return Err(KindError::TooMany);
     }
     for (i, k) in kinds.iter().enumerate() {
-        let builtin = matches!(
-            (k.group, k.kind),
-            ("apps", "Deployment" | "StatefulSet" | "DaemonSet")
-                | ("batch", "CronJob" | "Job")
-                | ("argoproj.io", "Rollout")
-                | ("apps.openshift.io", "DeploymentConfig")
-        );
-        if builtin || kinds[..i].iter().any(|o| o.group == k.group && o.kind == k.kind) {
+        if built_in(k.group, k.kind) || kinds[..i].iter().any(|o| o.group == k.group && o.kind == k.kind) {
             return Err(KindError::Duplicate(k.api_version.to_owned(), format!("{} ({})", k.kind, k.group)));
         }
     }
@@ -289,7 +283,9 @@ mod tests {
 
     #[test]
     fn built_in_kinds_and_repeats_are_refused() {
-        let dup = |v: &[&str]| register(v.iter().map(|s| ConfiguredKind::parse(s).expect("kind")).collect());
+        // The kind table's answer for built-in kinds is tested with the table (`workload/kinds_tests.rs`).
+        let built_in = |group: &str, kind: &str| (group, kind) == ("apps", "Deployment");
+        let dup = |v: &[&str]| register(v.iter().map(|s| ConfiguredKind::parse(s).expect("kind")).collect(), built_in);
         assert!(matches!(dup(&["apps/v1/Deployment"]), Err(KindError::Duplicate(..))));
         assert!(matches!(dup(&["kruise-cloneset", "apps.kruise.io/v1beta1/CloneSet"]), Err(KindError::Duplicate(..))));
         let nine: Vec<String> = (0..9).map(|i| format!("x.io/v1/K{i}")).collect();

@@ -1,6 +1,7 @@
 //! The identities the rules and the index share, as plain values: which resource, which workload and of what
-//! kind, and where its rollout stands. They sit below every rule that names them (`gates`, `decision`) and the
-//! modules that fill them (`workload`, `index`), so dependencies point one way.
+//! kind, and where its rollout stands; and what a kind is ([`KindFacts`]), stated by each kind's file in
+//! `workload` and given to the rules that need it. They sit below every rule that names them (`gates`, `decision`,
+//! `strategy`) and the modules that fill them (`workload`, `index`), so dependencies point one way.
 //!
 //! Pure: no client, no I/O.
 
@@ -25,7 +26,10 @@ impl fmt::Display for ConfigKey {
     }
 }
 
-/// Kinds of workloads.
+/// Kinds of workloads: the identity the rules, the index and the work queue key by, named as its variant (a
+/// configured kind as its registration). What a kind is and how it is treated are its [`KindFacts`], which its
+/// file in `crate::workload` states and the kind table there answers (`WorkloadKind::facts`, implemented in
+/// `workload/kinds.rs`, above this layer: the rules never call it, they are given the facts).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum WorkloadKind {
     /// apps/v1 Deployment.
@@ -47,7 +51,7 @@ pub enum WorkloadKind {
 }
 
 impl WorkloadKind {
-    /// Every kind.
+    /// Every built-in kind, in the order they are watched.
     pub const ALL: [Self; 7] = [
         Self::Deployment,
         Self::StatefulSet,
@@ -63,73 +67,6 @@ impl WorkloadKind {
         let configured = (0..crate::rules::configured_kinds::registered().len()).filter_map(|i| u8::try_from(i).ok());
         Self::ALL.into_iter().chain(configured.map(Self::Configured))
     }
-
-    /// The kind's API version.
-    pub fn api_version(self) -> &'static str {
-        match self {
-            Self::Configured(slot) => crate::rules::configured_kinds::get(slot).map_or("", |k| k.api_version),
-            Self::Deployment | Self::StatefulSet | Self::DaemonSet => "apps/v1",
-            Self::CronJob | Self::Job => "batch/v1",
-            Self::Rollout => "argoproj.io/v1alpha1",
-            Self::DeploymentConfig => "apps.openshift.io/v1",
-        }
-    }
-
-    /// Whether the kind has a status that tells its rollouts (what `restart` needs): every kind but CronJobs and
-    /// Jobs (a run is new pods, not a rollout) and configured kinds without a status rule. The budget and the
-    /// health gate go by each object's state (`RolloutState`): an `OnDelete` one, or one paused by a user, is
-    /// untracked too.
-    pub fn tracks_rollouts(self) -> bool {
-        match self {
-            Self::CronJob | Self::Job => false,
-            Self::Configured(slot) => crate::rules::configured_kinds::get(slot)
-                .is_some_and(|k| k.status != crate::rules::configured_kinds::StatusRule::Untracked),
-            _ => true,
-        }
-    }
-
-    /// Its objects embed a pod template: every kind but a configured one given as `=-` (its pods are restarted
-    /// instead, and its references read from them).
-    pub fn has_pod_template(self) -> bool {
-        match self {
-            Self::Configured(slot) => crate::rules::configured_kinds::get(slot).is_none_or(|k| k.has_template()),
-            _ => true,
-        }
-    }
-
-    /// The kind `kubectl` names `name` (singular, lower case, short names included: `deploy`, `sts`…).
-    pub fn from_kubectl_name(name: &str) -> Option<Self> {
-        Some(match name {
-            "deployment" | "deploy" => Self::Deployment,
-            "statefulset" | "st" => Self::StatefulSet,
-            "daemonset" | "d" => Self::DaemonSet,
-            "cronjob" | "cj" => Self::CronJob,
-            "job" => Self::Job,
-            "rollout" | "ro" => Self::Rollout,
-            "deploymentconfig" | "dc" => Self::DeploymentConfig,
-            _ => return crate::rules::configured_kinds::slot_named(name).map(Self::Configured),
-        })
-    }
-
-    /// Served by a CRD that may be absent (Argo Rollouts, OpenShift): an optional API, whose objects may not
-    /// match this binary's types (each is decoded on its own, a bad one skipped).
-    pub fn served_by_crd(self) -> bool {
-        matches!(self, Self::Rollout | Self::DeploymentConfig | Self::Configured(_))
-    }
-
-    /// The API resource, as RBAC names it (`deployments.apps`).
-    pub fn api_resource(self) -> &'static str {
-        match self {
-            Self::Deployment => "deployments.apps",
-            Self::StatefulSet => "statefulsets.apps",
-            Self::DaemonSet => "daemonsets.apps",
-            Self::CronJob => "cronjobs.batch",
-            Self::Job => "jobs.batch",
-            Self::Rollout => "rollouts.argoproj.io",
-            Self::DeploymentConfig => "deploymentconfigs.apps.openshift.io",
-            Self::Configured(slot) => crate::rules::configured_kinds::api_resource(slot),
-        }
-    }
 }
 
 impl fmt::Display for WorkloadKind {
@@ -142,6 +79,68 @@ impl fmt::Display for WorkloadKind {
             _ => fmt::Debug::fmt(self, f),
         }
     }
+}
+
+/// What a workload kind is and how the rules treat it, as plain data: its file in `crate::workload` states them
+/// (`WorkloadObject::facts`; a configured kind's come from its registration), the kind table answers them
+/// (`WorkloadKind::facts`), and the rules that need one take it as an argument.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KindFacts {
+    /// Its API version (`apps/v1`).
+    pub api_version: &'static str,
+    /// Its API resource, as RBAC names it (`deployments.apps`).
+    pub api_resource: &'static str,
+    /// The names `reloader explain` takes for it, lower case, as `explain` looks them up: a plural's `s` is
+    /// dropped first, so kubectl's short name `sts` is `st` here.
+    pub names: &'static [&'static str],
+    /// When it is watched.
+    pub watched: Watched,
+    /// Its status tells its rollouts (what `restart` needs): not where a reload starts a run instead (CronJobs,
+    /// Jobs), nor for a configured kind without a status rule. The budget and the health gate go by each object's
+    /// state (`RolloutState`): an `OnDelete` one, or one paused by a user, is untracked too.
+    pub tracks_rollouts: bool,
+    /// Its objects embed a pod template: every kind but a configured one given as `=-` (its pods are restarted
+    /// instead, and its references read from them).
+    pub has_pod_template: bool,
+    /// Its pods run to completion (CronJobs, Jobs): a reload starts a new run (a spawned Job, a recreated Job),
+    /// and restarting its pods (`evict-pods`, `delete-pods`) is not a reload.
+    pub runs_to_completion: bool,
+    /// `pause-period` applies (Deployments: `spec.paused`); on another kind it is reported and ignored.
+    pub pause_period: bool,
+    /// `cronjob-reload` applies (CronJobs: spawn a Job or patch the job template); on another kind it is reported
+    /// and ignored.
+    pub cronjob_reload: bool,
+}
+
+impl KindFacts {
+    /// Served by a CRD that may be absent (Argo Rollouts, OpenShift, configured kinds): an optional API, watched
+    /// once discovery finds it, whose objects may not match this binary's types (each is decoded on its own, a bad
+    /// one skipped).
+    pub fn served_by_crd(&self) -> bool {
+        matches!(self.watched, Watched::ArgoRollouts | Watched::OpenShift | Watched::Configured)
+    }
+
+    /// Its resource plural (`deployments`): [`Self::api_resource`] up to the group.
+    pub fn plural(&self) -> &'static str {
+        self.api_resource.split_once('.').map_or(self.api_resource, |(plural, _)| plural)
+    }
+}
+
+/// When a workload kind is watched: the flag that decides it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Watched {
+    /// Always.
+    Always,
+    /// Unless `--ignored-workload-types` names `cronjobs`.
+    UnlessCronJobsIgnored,
+    /// Unless `--ignored-workload-types` names `jobs`.
+    UnlessJobsIgnored,
+    /// With `--is-argo-rollouts`, once its API is served.
+    ArgoRollouts,
+    /// Unless `--is-openshift` is false, once its API is served.
+    OpenShift,
+    /// Registered by `--workload-kind`, once its API is served.
+    Configured,
 }
 
 /// Identity of a workload.

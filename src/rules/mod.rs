@@ -3,7 +3,8 @@
 //! (`controller`, `workload`, `index`, `client`, `events`, `alerts`, `explain`) reads the cluster, calls these
 //! rules and writes their answers; nothing here names the shell.
 //!
-//! - [`keys`]: the identities the rules and the index share (resource, workload and its kind, rollout state).
+//! - [`keys`]: the identities the rules and the index share (resource, workload and its kind, rollout state), and a
+//!   kind's facts as plain data.
 //! - [`configured_kinds`]: workload kinds added by `--workload-kind`, registered once at startup.
 //! - [`resource`]: the ConfigMap/Secret/SecretProviderClass kinds and the env var names derived from them.
 //! - [`values`]: single annotation values (Go booleans) and the problem reported for a wrong one.

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use crate::constants::annotation::{LAST_RELOADED_FROM, RESTARTED_AT};
 use crate::rules::{
     hash::ContentHash,
+    keys::KindFacts,
     resource::{ConfigKind, env_var_name},
 };
 
@@ -74,16 +75,16 @@ impl RolloutStrategy {
         matches!(self, Self::EvictPods | Self::DeletePods)
     }
 
-    /// What a workload of `kind` asking for this strategy gets: CronJobs spawn a Job and Jobs are recreated (a
-    /// template is written only where pods roll out); `restart` needs a kind whose rollouts are tracked; a kind
-    /// without a pod template (`--workload-kind …=-`) can only have its pods restarted.
-    pub fn for_kind(self, kind: crate::rules::keys::WorkloadKind) -> Self {
-        use crate::rules::keys::WorkloadKind::{CronJob, Job};
+    /// What a workload of a kind with these facts asking for this strategy gets: where pods run to completion a
+    /// reload starts a run (CronJobs spawn a Job, Jobs are recreated) and a template is written only where pods
+    /// roll out; `restart` needs a kind whose rollouts are tracked; a kind without a pod template
+    /// (`--workload-kind …=-`) can only have its pods restarted.
+    pub fn for_kind(self, kind: &KindFacts) -> Self {
         match self {
-            Self::DeletePods if !kind.has_pod_template() => Self::DeletePods,
-            _ if !kind.has_pod_template() => Self::EvictPods,
-            Self::Restart if kind.tracks_rollouts() => Self::Restart,
-            s if s.restarts_pods() && !matches!(kind, CronJob | Job) => s,
+            Self::DeletePods if !kind.has_pod_template => Self::DeletePods,
+            _ if !kind.has_pod_template => Self::EvictPods,
+            Self::Restart if kind.tracks_rollouts => Self::Restart,
+            s if s.restarts_pods() && !kind.runs_to_completion => s,
             _ => Self::Rollout,
         }
     }

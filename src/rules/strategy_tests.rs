@@ -1,17 +1,34 @@
-//! Unit tests of `strategy`: the template patches byte for byte, the records, the rollout strategies per kind.
+//! Unit tests of `strategy`: the template patches byte for byte, the records, the rollout strategies by a kind's
+//! facts (what each real kind gets is tested with the kind table, `workload/kinds_tests.rs`).
 
 use super::*;
 
 #[test]
-fn each_kind_gets_the_rollout_strategies_it_can_take() {
-    use crate::rules::keys::WorkloadKind::{CronJob, Deployment, Job, Rollout};
+fn the_rollout_strategy_a_kind_gets_follows_its_facts() {
     use RolloutStrategy as S;
+    let rolls_out = KindFacts {
+        api_version: "example.com/v1",
+        api_resource: "widgets.example.com",
+        names: &[],
+        watched: crate::rules::keys::Watched::Always,
+        tracks_rollouts: true,
+        has_pod_template: true,
+        runs_to_completion: false,
+        pause_period: false,
+        cronjob_reload: false,
+    };
+    let untracked = KindFacts { tracks_rollouts: false, ..rolls_out };
+    let runs = KindFacts { runs_to_completion: true, ..untracked };
+    let templateless = KindFacts { has_pod_template: false, ..untracked };
     for s in [S::Rollout, S::Restart, S::EvictPods, S::DeletePods] {
-        assert_eq!(s.for_kind(Deployment), s, "{s:?}");
-        assert_eq!(s.for_kind(Rollout), s, "{s:?}");
-        assert_eq!(s.for_kind(CronJob), S::Rollout, "{s:?}: CronJobs spawn a Job");
-        assert_eq!(s.for_kind(Job), S::Rollout, "{s:?}: Jobs are recreated");
+        assert_eq!(s.for_kind(&rolls_out), s, "{s:?}");
+        assert_eq!(s.for_kind(&runs), S::Rollout, "{s:?}: a reload starts a run");
     }
+    assert_eq!(S::Restart.for_kind(&untracked), S::Rollout, "restart needs tracked rollouts");
+    assert_eq!(S::EvictPods.for_kind(&untracked), S::EvictPods);
+    let restarts = [S::Rollout, S::Restart, S::EvictPods].map(|s| s.for_kind(&templateless));
+    assert_eq!(restarts, [S::EvictPods; 3], "without a template only its pods restart");
+    assert_eq!(S::DeletePods.for_kind(&templateless), S::DeletePods);
 }
 
 fn change(kind: ConfigKind, name: &str, container: &str, hash: &str) -> TemplateChange {

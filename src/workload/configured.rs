@@ -12,7 +12,7 @@ use k8s_openapi::{
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
-use super::{RolloutState, WorkloadKind, WorkloadObject, patch::WriteStyle};
+use super::{KindFacts, RolloutState, Watched, WorkloadKind, WorkloadObject, patch::WriteStyle};
 use crate::rules::configured_kinds::{self, ConfiguredKind, StatusRule};
 
 /// A workload of the configured kind in slot `SLOT`.
@@ -93,6 +93,28 @@ impl<const SLOT: u8> WorkloadObject for Configured<SLOT> {
     const WRITE: WriteStyle = WriteStyle::MergePatch { restart_at: false };
     type Spec = Value;
     type Status = Value;
+
+    /// From its registration: API names, whether it has a pod template (`=-`: none), whether a status rule tracks
+    /// its rollouts. No kind-specific annotation applies to it.
+    fn facts() -> KindFacts {
+        let kind = Self::kind();
+        KindFacts {
+            api_version: kind.map_or("", |k| k.api_version),
+            api_resource: configured_kinds::api_resource(SLOT),
+            names: &[],
+            watched: Watched::Configured,
+            tracks_rollouts: kind.is_some_and(|k| k.status != StatusRule::Untracked),
+            has_pod_template: kind.is_none_or(ConfiguredKind::has_template),
+            runs_to_completion: false,
+            pause_period: false,
+            cronjob_reload: false,
+        }
+    }
+
+    /// By the registry's rule, with the plural discovery found (`configured_kinds::names_kind`).
+    fn named(name: &str) -> bool {
+        configured_kinds::slot_named(name) == Some(SLOT)
+    }
 
     fn from_parts(metadata: ObjectMeta, spec: Option<Value>, status: Option<Value>) -> Self {
         let mut spec = spec.unwrap_or_default();

@@ -17,7 +17,7 @@ use kube::{
 use serde_json::{Value, json};
 
 use super::{
-    WorkloadKey, WorkloadKind, WorkloadObject,
+    KindFacts, Watched, WorkloadKey, WorkloadKind, WorkloadObject,
     patch::{
         CronJobReload, WorkloadWrite, WriteStyle, get_json, json_api, patch_metadata, strategic_patch,
         template_patch_body,
@@ -31,6 +31,20 @@ impl WorkloadObject for CronJob {
     const WRITE: WriteStyle = WriteStyle::SpawnJob;
     type Spec = k8s_openapi::api::batch::v1::CronJobSpec;
     type Status = k8s_openapi::api::batch::v1::CronJobStatus;
+
+    fn facts() -> KindFacts {
+        KindFacts {
+            api_version: "batch/v1",
+            api_resource: "cronjobs.batch",
+            names: &["cronjob", "cj"],
+            watched: Watched::UnlessCronJobsIgnored,
+            tracks_rollouts: false,
+            has_pod_template: true,
+            runs_to_completion: true,
+            pause_period: false,
+            cronjob_reload: true,
+        }
+    }
 
     fn from_parts(metadata: ObjectMeta, spec: Option<Self::Spec>, status: Option<Self::Status>) -> Self {
         Self { metadata, spec, status }
@@ -48,9 +62,10 @@ impl WorkloadObject for CronJob {
 
 /// A suspended CronJob spawns nothing for a change (issue 29; upstream spawns a Job anyway, stakater/Reloader#822):
 /// the change is recorded in its `applied-hashes` instead, so resuming it spawns no old reload, and its next
-/// scheduled run uses its template as it is. With `cronjob-reload: patch` its template is patched as always.
-pub fn spawns_nothing(kind: WorkloadKind, pause: &crate::rules::pause::PauseState, reload: CronJobReload) -> bool {
-    kind == WorkloadKind::CronJob && pause.paused && reload == CronJobReload::Spawn
+/// scheduled run uses its template as it is. With `cronjob-reload: patch` its template is patched as always. `kind`:
+/// the workload's kind's facts (a kind `cronjob-reload` applies to is one that spawns).
+pub fn spawns_nothing(kind: &KindFacts, pause: &crate::rules::pause::PauseState, reload: CronJobReload) -> bool {
+    kind.cronjob_reload && pause.paused && reload == CronJobReload::Spawn
 }
 
 /// Spawns the Job, then records the hashes on the CronJob. The Job's name is derived from what it is spawned
@@ -188,8 +203,8 @@ mod tests {
 
     #[test]
     fn the_cronjob_reload_annotation_is_read_on_cronjobs_only_and_a_bad_value_spawns() {
-        let read = |kind, value| {
-            let (mode, problem) = CronJobReload::from_annotation(kind, value);
+        let read = |kind: WorkloadKind, value| {
+            let (mode, problem) = CronJobReload::from_annotation(kind.facts().cronjob_reload, value);
             (mode, problem.map(|p| p.message))
         };
         assert_eq!(read(WorkloadKind::CronJob, None), (CronJobReload::Spawn, None));
@@ -214,8 +229,8 @@ mod tests {
             )
         );
         let suspended = crate::rules::pause::PauseState { paused: true, ..Default::default() };
-        assert!(spawns_nothing(WorkloadKind::CronJob, &suspended, CronJobReload::Spawn));
-        assert!(!spawns_nothing(WorkloadKind::CronJob, &suspended, CronJobReload::Patch), "patched as always");
+        assert!(spawns_nothing(&CronJob::facts(), &suspended, CronJobReload::Spawn));
+        assert!(!spawns_nothing(&CronJob::facts(), &suspended, CronJobReload::Patch), "patched as always");
     }
 
     #[test]

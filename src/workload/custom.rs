@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::{
-    WorkloadKey,
+    KindFacts, Watched, WorkloadKey,
     patch::{WorkloadWrite, WriteStyle, metadata_fragment, patch_for_generation},
     rollout::RolloutStatus,
 };
@@ -137,6 +137,20 @@ impl super::WorkloadObject for Rollout {
     type Spec = TemplateSpec;
     type Status = RolloutStatus;
 
+    fn facts() -> KindFacts {
+        KindFacts {
+            api_version: "argoproj.io/v1alpha1",
+            api_resource: "rollouts.argoproj.io",
+            names: &["rollout", "ro"],
+            watched: Watched::ArgoRollouts,
+            tracks_rollouts: true,
+            has_pod_template: true,
+            runs_to_completion: false,
+            pause_period: false,
+            cronjob_reload: false,
+        }
+    }
+
     fn from_parts(metadata: ObjectMeta, spec: Option<TemplateSpec>, status: Option<RolloutStatus>) -> Self {
         Self { metadata, spec, status }
     }
@@ -155,6 +169,20 @@ impl super::WorkloadObject for DeploymentConfig {
     const WRITE: WriteStyle = WriteStyle::MergePatch { restart_at: false };
     type Spec = TemplateSpec;
     type Status = RolloutStatus;
+
+    fn facts() -> KindFacts {
+        KindFacts {
+            api_version: "apps.openshift.io/v1",
+            api_resource: "deploymentconfigs.apps.openshift.io",
+            names: &["deploymentconfig", "dc"],
+            watched: Watched::OpenShift,
+            tracks_rollouts: true,
+            has_pod_template: true,
+            runs_to_completion: false,
+            pause_period: false,
+            cronjob_reload: false,
+        }
+    }
 
     fn from_parts(metadata: ObjectMeta, spec: Option<TemplateSpec>, status: Option<RolloutStatus>) -> Self {
         Self { metadata, spec, status }

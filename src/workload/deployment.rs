@@ -3,12 +3,26 @@
 use k8s_openapi::api::{apps::v1::Deployment, core::v1::PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::{WorkloadKind, WorkloadObject};
+use super::{KindFacts, Watched, WorkloadKind, WorkloadObject};
 
 impl WorkloadObject for Deployment {
     const KIND: WorkloadKind = WorkloadKind::Deployment;
     type Spec = k8s_openapi::api::apps::v1::DeploymentSpec;
     type Status = k8s_openapi::api::apps::v1::DeploymentStatus;
+
+    fn facts() -> KindFacts {
+        KindFacts {
+            api_version: "apps/v1",
+            api_resource: "deployments.apps",
+            names: &["deployment", "deploy"],
+            watched: Watched::Always,
+            tracks_rollouts: true,
+            has_pod_template: true,
+            runs_to_completion: false,
+            pause_period: true,
+            cronjob_reload: false,
+        }
+    }
 
     fn from_parts(metadata: ObjectMeta, spec: Option<Self::Spec>, status: Option<Self::Status>) -> Self {
         Self { metadata, spec, status }

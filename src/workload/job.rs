@@ -14,7 +14,7 @@ use kube::{
 use serde_json::Value;
 
 use super::{
-    WorkloadKey, WorkloadKind, WorkloadObject,
+    KindFacts, Watched, WorkloadKey, WorkloadKind, WorkloadObject,
     owed_jobs::{CreateRefusal, Dropped, JobUnderName, OwedJob, OwedJobs, Settled, create_refusal, settle},
     patch::{WorkloadWrite, WriteStyle, get_json, json_api, patch_metadata},
 };
@@ -26,6 +26,20 @@ impl WorkloadObject for Job {
     const WRITE: WriteStyle = WriteStyle::Recreate;
     type Spec = k8s_openapi::api::batch::v1::JobSpec;
     type Status = k8s_openapi::api::batch::v1::JobStatus;
+
+    fn facts() -> KindFacts {
+        KindFacts {
+            api_version: "batch/v1",
+            api_resource: "jobs.batch",
+            names: &["job"],
+            watched: Watched::UnlessJobsIgnored,
+            tracks_rollouts: false,
+            has_pod_template: true,
+            runs_to_completion: true,
+            pause_period: false,
+            cronjob_reload: false,
+        }
+    }
 
     fn from_parts(metadata: ObjectMeta, spec: Option<Self::Spec>, status: Option<Self::Status>) -> Self {
         Self { metadata, spec, status }

@@ -1,11 +1,19 @@
-//! The kind table: the one place a [`WorkloadKind`] names the Rust type that reads and writes it, and a type's
-//! [`WriteStyle`] the write that does it (`write`). Code that needs a kind's type — to watch, list, read or write
-//! it — implements [`KindVisitor`] and calls [`visit`], instead of a `match` of its own. Adding a kind is its file
-//! (implementing [`WorkloadObject`]), its facts in [`WorkloadKind`] (`keys.rs`: its names, API version and resource)
-//! and one line here. Kinds added by `--workload-kind` need none of that: each takes a slot of [`Configured`].
-//! It sits above the kind files (which depend only on the files below them: `patch.rs`, `rollout.rs`,
-//! `owed_jobs.rs`); the writer (`write.rs`), the pod restarts (`pods.rs`) and the lists (`list.rs`) reach a kind
-//! only through it.
+//! The kind table: the one place a [`WorkloadKind`] names the Rust type that reads and writes it. Everything about
+//! a kind is answered by that type, as the kind's own file states it (implementing [`WorkloadObject`]): its facts
+//! ([`KindFacts`]: API and kubectl names, when it is watched, whether its rollouts are tracked, whether it has a pod
+//! template, whether its pods run to completion, which kind-only annotations apply), how it is decoded, where its
+//! template is and how its rollout is judged, and how it is written ([`WriteStyle`]: `write` here). Code that needs
+//! any of it asks [`WorkloadKind::facts`] (or [`WorkloadKind::from_kubectl_name`], [`is_built_in`]) or implements
+//! [`KindVisitor`] and calls [`visit`], instead of a `match` of its own; the rules are given the facts.
+//!
+//! Adding a built-in kind is its file, its name in [`WorkloadKind`] (the variant and `WorkloadKind::ALL`: the
+//! identity the rules, the index and the queue key by) and its line in [`visit`] (the compiler asks for it);
+//! `kinds_tests.rs` shows a kind stated in one test file (`Widget`) served by this machinery. Kinds added by
+//! `--workload-kind` need none of that: each takes a slot of [`Configured`], whose facts come from its
+//! registration. It sits above the kind files (which depend only on the files below them: `patch.rs`,
+//! `rollout.rs`, `owed_jobs.rs`); the writer (`write.rs`), the pod restarts (`pods.rs`) and the lists (`list.rs`)
+//! reach a kind only through it. `WorkloadKind`'s methods here are inherent methods of a type of the pure layer,
+//! implemented above it: the rules never call them (they take [`KindFacts`] as an argument).
 
 use k8s_openapi::api::{
     apps::v1::{DaemonSet, Deployment, StatefulSet},
@@ -14,7 +22,7 @@ use k8s_openapi::api::{
 use kube::Client;
 
 use super::{
-    WorkloadKey, WorkloadKind, WorkloadObject,
+    KindFacts, WorkloadKey, WorkloadKind, WorkloadObject,
     configured::Configured,
     cronjob,
     custom::{self, DeploymentConfig, Rollout},
@@ -52,6 +60,58 @@ pub fn visit<V: KindVisitor>(kind: WorkloadKind, visitor: V) -> V::Output {
     }
 }
 
+impl WorkloadKind {
+    /// What the kind is and how the rules treat it, as its file states them ([`WorkloadObject::facts`]).
+    pub fn facts(self) -> KindFacts {
+        visit(self, FactsOf)
+    }
+
+    /// The kind `kubectl` names `name` (singular, lower case, short names included: `deploy`, `sts`…): a built-in
+    /// kind first, then the configured ones in slot order.
+    pub fn from_kubectl_name(name: &str) -> Option<Self> {
+        Self::all().find(|&kind| visit(kind, Named(name)))
+    }
+}
+
+/// Whether `group`'s `kind` is a built-in kind, by its type's API names (`--workload-kind` refuses those: they are
+/// reloaded already).
+pub fn is_built_in(group: &str, kind: &str) -> bool {
+    WorkloadKind::ALL.into_iter().any(|k| visit(k, IsApiKind { group, kind }))
+}
+
+/// [`WorkloadKind::facts`].
+struct FactsOf;
+
+impl KindVisitor for FactsOf {
+    type Output = KindFacts;
+    fn visit<K: WorkloadObject>(self) -> KindFacts {
+        K::facts()
+    }
+}
+
+/// [`WorkloadKind::from_kubectl_name`]: whether `K` is the kind named.
+struct Named<'a>(&'a str);
+
+impl KindVisitor for Named<'_> {
+    type Output = bool;
+    fn visit<K: WorkloadObject>(self) -> bool {
+        K::named(self.0)
+    }
+}
+
+/// [`is_built_in`]: whether `K`'s type has this API group and kind.
+struct IsApiKind<'a> {
+    group: &'a str,
+    kind: &'a str,
+}
+
+impl KindVisitor for IsApiKind<'_> {
+    type Output = bool;
+    fn visit<K: WorkloadObject>(self) -> bool {
+        K::group(&()) == self.group && K::kind(&()) == self.kind
+    }
+}
+
 /// Writes a reload into a `K` the way its kind is written ([`WorkloadObject::WRITE`]): one strategic merge patch of
 /// its template, its kind's own write otherwise. Returns the workload's `metadata.generation` after the write when
 /// its response says (`super::write`).
@@ -69,21 +129,5 @@ pub(super) async fn write<K: WorkloadObject>(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    struct KindOf;
-    impl KindVisitor for KindOf {
-        type Output = WorkloadKind;
-        fn visit<K: WorkloadObject>(self) -> WorkloadKind {
-            K::KIND
-        }
-    }
-
-    #[test]
-    fn every_kind_maps_to_the_type_of_that_kind() {
-        for kind in WorkloadKind::ALL.into_iter().chain((0..8).map(WorkloadKind::Configured)) {
-            assert_eq!(visit(kind, KindOf), kind);
-        }
-    }
-}
+#[path = "kinds_tests.rs"]
+mod tests;

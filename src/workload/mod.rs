@@ -1,7 +1,7 @@
-//! The workload kinds that get reloaded. Each kind lives in its own file and implements [`WorkloadObject`];
-//! [`kinds`] is the one table from a kind to its type and to how it is written (adding a kind: its file, its facts
-//! in [`WorkloadKind`], one line there). The files are layered, no file needing one above it: `patch.rs` (what a
-//! write is, the patch bodies and requests the writes share), [`rollout`] (whether a rollout is complete) and
+//! The workload kinds that get reloaded. Each kind lives in its own file and implements [`WorkloadObject`]; [`kinds`]
+//! is the one table from a kind to its type, which answers the kind's facts and how it is written (adding a kind: its
+//! file, its name in [`WorkloadKind`], one line there). The files are layered, no file needing one above it: `patch.rs`
+//! (what a write is, the patch bodies and requests the writes share), [`rollout`] (whether a rollout is complete) and
 //! `owed_jobs.rs` at the bottom; the kind files on them; [`kinds`] above the kind files; `write.rs`, `confirm.rs`,
 //! `pods.rs` and `list.rs` on top, reaching a kind only through [`kinds`].
 
@@ -40,7 +40,7 @@ pub use pods::{
 pub use record::HashRecord;
 pub use write::write;
 
-pub use crate::rules::keys::{RolloutState, WorkloadKey, WorkloadKind};
+pub use crate::rules::keys::{KindFacts, RolloutState, Watched, WorkloadKey, WorkloadKind};
 
 use k8s_openapi::{
     NamespaceResourceScope, api::core::v1::PodTemplateSpec, apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -76,6 +76,15 @@ pub trait WorkloadObject:
     type Spec: DeserializeOwned + Send + Sync + 'static;
     /// Its `status` type.
     type Status: DeserializeOwned + Send + Sync + 'static;
+
+    /// What the kind is and how the rules treat it: the kind table answers [`WorkloadKind::facts`] with these.
+    fn facts() -> KindFacts;
+
+    /// The names `reloader explain` takes for the kind ([`KindFacts::names`]; a configured kind is named by its
+    /// registration's rule).
+    fn named(name: &str) -> bool {
+        Self::facts().names.contains(&name)
+    }
 
     /// The object from its parts ([`Lean`] decodes them without `managedFields`).
     fn from_parts(metadata: ObjectMeta, spec: Option<Self::Spec>, status: Option<Self::Status>) -> Self;
@@ -212,7 +221,8 @@ pub fn summarise<K: WorkloadObject>(obj: &K, keys: &AnnotationKeys) -> Option<(W
         });
     }
     let cronjob_value = metadata_annotations.and_then(|a| a.get(crate::constants::annotation::CRONJOB_RELOAD));
-    let (cronjob_reload, problem) = CronJobReload::from_annotation(K::KIND, cronjob_value.map(String::as_str));
+    let (cronjob_reload, problem) =
+        CronJobReload::from_annotation(K::facts().cronjob_reload, cronjob_value.map(String::as_str));
     annotations.problems.extend(problem);
     let restart_pods_before = metadata_annotations
         .and_then(|a| a.get(crate::constants::annotation::RESTART_PODS_CREATED_BEFORE))
@@ -275,7 +285,7 @@ fn spec_written_last_by_us(meta: &ObjectMeta) -> bool {
 /// still happens, without a pause) instead of blocking reloads or pausing forever.
 fn pause_problem<K: WorkloadObject>(key: &str, period: Option<&str>) -> Option<WorkloadProblem> {
     let period = period?;
-    let message = if K::KIND != WorkloadKind::Deployment {
+    let message = if !K::facts().pause_period {
         format!("Annotation '{key}' only applicable for deployments")
     } else {
         let e = crate::rules::duration::parse_go_duration(period).err()?;

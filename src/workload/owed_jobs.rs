@@ -158,7 +158,7 @@ fn entry_key(key: &WorkloadKey) -> String {
 
 fn workload_key(entry: &str) -> Option<WorkloadKey> {
     let (namespace, name) = entry.split_once('.')?;
-    Some(WorkloadKey { kind: WorkloadKind::Job, namespace: namespace.into(), name: name.to_owned() })
+    Some(WorkloadKey { kind: OwedJobs::KIND, namespace: namespace.into(), name: name.to_owned() })
 }
 
 /// An entry's value as stored.
@@ -176,6 +176,10 @@ fn decode(bytes: &[u8]) -> Result<OwedJob, serde_json::Error> {
 }
 
 impl OwedJobs {
+    /// The kind whose recreations are recorded: Jobs, the kind a reload deletes and creates again
+    /// (`WriteStyle::Recreate`). The ledger is theirs alone: an entry is named `<namespace>.<name>`, without a kind.
+    pub const KIND: WorkloadKind = WorkloadKind::Job;
+
     /// Owed recreations kept in `namespace` (none recorded when it is empty), each creatable for `lifetime` after
     /// it was recorded.
     pub fn new(namespace: &str, lifetime: Duration) -> Self {
@@ -310,7 +314,7 @@ impl OwedJobs {
 
     /// Whether a recreation may be owed for `key` (a Job, where recreations are recorded).
     pub fn may_owe(&self, key: &WorkloadKey) -> bool {
-        self.enabled() && key.kind == WorkloadKind::Job
+        self.enabled() && key.kind == Self::KIND
     }
 
     /// Whether `key` had an entry when this process last read or wrote the Secret: its reconcile settles it

@@ -18,7 +18,6 @@ use crate::constants::{
     annotation::{APPLIED_HASHES, CRONJOB_RELOAD, RESTART_PODS_CREATED_BEFORE},
 };
 use crate::rules::{
-    keys::WorkloadKind,
     pause::PauseAction,
     strategy::{self, ReloadStrategy, TemplateChange},
     values::WorkloadProblem,
@@ -86,15 +85,16 @@ impl CronJobReload {
         }
     }
 
-    /// The mode the annotation's `value` asks for on a workload of `kind`, and what is wrong with it: an unknown
-    /// value keeps upstream's `spawn`; on another kind it means nothing.
-    pub fn from_annotation(kind: WorkloadKind, value: Option<&str>) -> (Self, Option<WorkloadProblem>) {
+    /// The mode the annotation's `value` asks for on a workload whose kind it `applies` to
+    /// ([`crate::rules::keys::KindFacts::cronjob_reload`]), and what is wrong with it: an unknown value keeps
+    /// upstream's `spawn`; on another kind it means nothing.
+    pub fn from_annotation(applies: bool, value: Option<&str>) -> (Self, Option<WorkloadProblem>) {
         let Some(value) = value else { return (Self::Spawn, None) };
         let problem = |message: String| {
             Some(WorkloadProblem { key: CRONJOB_RELOAD.to_owned(), value: value.to_owned(), message })
         };
         match value {
-            _ if kind != WorkloadKind::CronJob => {
+            _ if !applies => {
                 (Self::Spawn, problem(format!("Annotation '{CRONJOB_RELOAD}' only applicable for cronjobs")))
             }
             "spawn" => (Self::Spawn, None),

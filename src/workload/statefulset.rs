@@ -3,12 +3,26 @@
 use k8s_openapi::api::{apps::v1::StatefulSet, core::v1::PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::{WorkloadKind, WorkloadObject};
+use super::{KindFacts, Watched, WorkloadKind, WorkloadObject};
 
 impl WorkloadObject for StatefulSet {
     const KIND: WorkloadKind = WorkloadKind::StatefulSet;
     type Spec = k8s_openapi::api::apps::v1::StatefulSetSpec;
     type Status = k8s_openapi::api::apps::v1::StatefulSetStatus;
+
+    fn facts() -> KindFacts {
+        KindFacts {
+            api_version: "apps/v1",
+            api_resource: "statefulsets.apps",
+            names: &["statefulset", "st"],
+            watched: Watched::Always,
+            tracks_rollouts: true,
+            has_pod_template: true,
+            runs_to_completion: false,
+            pause_period: false,
+            cronjob_reload: false,
+        }
+    }
 
     fn from_parts(metadata: ObjectMeta, spec: Option<Self::Spec>, status: Option<Self::Status>) -> Self {
         Self { metadata, spec, status }

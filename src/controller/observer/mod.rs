@@ -248,7 +248,8 @@ impl Observer {
                 let baseline = self.baseline(stream, false);
                 let mut index = self.ctx.index();
                 key.namespace = index.intern(&key.namespace);
-                let read_pods = !key.kind.has_pod_template() && pod_uses::carry_pod_uses(&index, &key, &mut summary);
+                let read_pods =
+                    !key.kind.facts().has_pod_template && pod_uses::carry_pod_uses(&index, &key, &mut summary);
                 if let Some(seen) = self.relisting.seen(stream, listed) {
                     seen.workloads.insert(key.clone());
                 }
