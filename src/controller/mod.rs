@@ -312,9 +312,9 @@ async fn discover(client: &Client, kinds: &[OptionalKind]) -> (Vec<OptionalKind>
         };
         if served {
             info!(api = kind.group_version, resource = kind.plural, "API found; watching {}", kind.plural);
-            present.extend_from_slice(kind.sources);
+            present.extend_from_slice(&kind.sources);
         } else {
-            missing.push(*kind);
+            missing.push(kind.clone());
         }
     }
     for kind in &missing {

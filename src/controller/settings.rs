@@ -68,10 +68,10 @@ pub struct Settings {
 }
 
 /// A kind whose API may not be installed: watched once discovery finds it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OptionalKind {
     /// What to watch once the API is served.
-    pub sources: &'static [Source],
+    pub sources: Vec<Source>,
     /// API group/version, e.g. `argoproj.io/v1alpha1`.
     pub group_version: &'static str,
     /// Resource plural, e.g. `rollouts`.
@@ -101,9 +101,8 @@ impl Settings {
         crate::rules::configured_kinds::register(configured, crate::workload::kinds::is_built_in)?;
         for (slot, kind) in crate::rules::configured_kinds::registered().iter().enumerate() {
             let slot = u8::try_from(slot).map_err(|_| crate::rules::configured_kinds::KindError::TooMany)?;
-            let source: &'static [Source] = Box::leak(Box::new([Source::Workload(WorkloadKind::Configured(slot))]));
             optional.push(OptionalKind {
-                sources: source,
+                sources: vec![Source::Workload(WorkloadKind::Configured(slot))],
                 group_version: kind.api_version,
                 plural: crate::rules::configured_kinds::plural(slot),
                 configured: Some(slot),
@@ -128,10 +127,8 @@ impl Settings {
                 continue;
             }
             if facts.served_by_crd() {
-                // A few bytes leaked, as for a configured kind's above: the flags are read once per process.
-                let source: &'static [Source] = Box::leak(Box::new([Source::Workload(kind)]));
                 optional.push(OptionalKind {
-                    sources: source,
+                    sources: vec![Source::Workload(kind)],
                     group_version: facts.api_version,
                     plural: facts.plural(),
                     configured: None,
@@ -142,7 +139,7 @@ impl Settings {
         }
         if args.enable_csi_integration {
             optional.push(OptionalKind {
-                sources: &[Source::Config(ConfigKind::SecretProviderClass), Source::SecretProviderClasses],
+                sources: vec![Source::Config(ConfigKind::SecretProviderClass), Source::SecretProviderClasses],
                 group_version: "secrets-store.csi.x-k8s.io/v1",
                 plural: "secretproviderclasspodstatuses",
                 configured: None,
