@@ -12,7 +12,7 @@
 # Each platform cross-compiles on the build machine's own architecture (no emulation). Without `.git` in the
 # context, pass the commit: --build-arg RELOADER_BUILD_COMMIT=$(git rev-parse HEAD).
 FROM --platform=$BUILDPLATFORM docker.io/library/rust:1.95-slim-bookworm AS build
-RUN apt-get update && apt-get install -y --no-install-recommends clang lld llvm ca-certificates git \
+RUN apt-get update && apt-get install -y --no-install-recommends clang lld llvm ca-certificates curl xz-utils git \
  && rm -rf /var/lib/apt/lists/*
 ARG TARGETARCH
 ARG RELOADER_BUILD_COMMIT=""

@@ -7,7 +7,8 @@
 # A static musl build of the controller (`cargo auditable build --release --target <arch>-unknown-linux-musl`,
 # symbols stripped; cargo-auditable embeds the list of crates compiled in, which the image's SBOM is made from and
 # `cargo audit bin` checks), compiled and linked by clang and lld (Debian: apt-get install clang lld llvm; one
-# toolchain for both architectures, no cross gcc), then: /reloader, the CA roots (alert webhooks over HTTPS),
+# toolchain for both architectures, no cross gcc; its one C library, mimalloc, against musl's headers from
+# Debian's musl-dev package of the architecture, fetched once into the tools cache), then: /reloader, the CA roots (alert webhooks over HTTPS),
 # /etc/passwd and /etc/group naming 65534 (for tools that look the user up; the process never does), and an empty
 # /tmp.
 set -euo pipefail
@@ -38,9 +39,22 @@ export PATH=$AUDITABLE/bin:$PATH
 rustup target list --installed 2>/dev/null | grep -qx "$t" || rustup target add "$t" >&2 \
   || die "the Rust standard library for $t is missing: rustup target add $t"
 
+# musl's headers for the target, unpacked from Debian's musl-dev package (checked against its pinned digest).
+HEADERS=${RELOADER_TOOLS_CACHE:-$HOME/.cache/reloader-rs/tools}/musl-dev-$MUSL_DEV_VERSION-$ARCH
+if ! [ -d "$HEADERS/usr/include/${t%%-*}-linux-musl" ]; then
+  sha_var=MUSL_DEV_SHA256_$ARCH; deb=musl-dev_${MUSL_DEV_VERSION}_$ARCH.deb
+  work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+  curl -sSfL -o "$work/$deb" "http://deb.debian.org/debian/pool/main/m/musl/$deb" || die "downloading $deb failed"
+  echo "${!sha_var}  $work/$deb" | sha256sum -c --quiet - || die "$deb does not match its pinned digest"
+  (cd "$work" && llvm-ar x "$deb" data.tar.xz) && mkdir -p "$work/root" && tar -xJf "$work/data.tar.xz" -C "$work/root" \
+    || die "unpacking $deb failed"
+  mkdir -p "$(dirname "$HEADERS")" && rm -rf "$HEADERS" && mv "$work/root" "$HEADERS"
+fi
+
 T=$(echo "$t" | tr 'a-z-' 'A-Z_'); t_=${t//-/_}
 # Symbols are for profiling (`make release-binary` keeps them); the image's binaries go without (a quarter smaller).
-env "CC_$t_=clang" "AR_$t_=llvm-ar" "CARGO_TARGET_${T}_LINKER=clang" \
+env "CC_$t_=clang" "AR_$t_=llvm-ar" "CFLAGS_$t_=-nostdlibinc -isystem $HEADERS/usr/include/${t%%-*}-linux-musl" \
+  "CARGO_TARGET_${T}_LINKER=clang" \
   "CARGO_TARGET_${T}_RUSTFLAGS=-C link-arg=--target=$t -C link-arg=-fuse-ld=lld -C target-feature=+crt-static" \
   CARGO_PROFILE_RELEASE_STRIP=symbols \
   cargo auditable build --release --locked --bin reloader --target "$t" --manifest-path "$ROOT/Cargo.toml" >&2
