@@ -52,7 +52,9 @@ pub async fn create_workloads(ns: &TestNamespace, full: bool) -> String {
     let job_uid = api::<Job>(ns).create(&PostParams::default(), &job).await.expect("create job").uid();
     create_class(ns, "vault", json!({})).await;
     Kind::Deployment.create(ns, "csi", auto, json!({}), mounts("vault")).await;
-    wait_for("a pod of the csi Deployment", RELOAD_WAIT, || async {
+    // The cluster's own controllers create that pod, not this one: under `make test`'s load, with every RBAC case's
+    // workloads created at once, it once took more than RELOAD_WAIT (30 s).
+    wait_for("a pod of the csi Deployment", 3 * RELOAD_WAIT, || async {
         let pods = ns.api::<Pod>().list(&ListParams::default().labels("app=csi")).await.map_err(|e| e.to_string())?;
         if pods.items.is_empty() { Err("none".to_owned()) } else { Ok(()) }
     })
