@@ -119,6 +119,13 @@ async fn spawn_as_chart_runs_it(client: &Client, objects: &[Value], release: &st
     let kubeconfig = service_account_kubeconfig(client, release, &service_account).await;
     let (args, mut env) = container_command(objects, release, &format!("{release}-pod"));
     env.push(("KUBECONFIG".into(), kubeconfig.display().to_string()));
+    // These cases test RBAC, not leader election: with a dozen controllers and their workloads at once, late in
+    // `make test`, the API server once took more than the default 10 s to answer a Lease renewal and the
+    // controller stepped down mid-case. A longer lease keeps each case's one controller leading.
+    env.extend(
+        [("LEADER_ELECTION_LEASE_DURATION", "60s"), ("LEADER_ELECTION_RENEW_DEADLINE", "45s")]
+            .map(|(k, v)| (k.into(), v.into())),
+    );
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     Reloader::spawn(&args, &env)
