@@ -113,6 +113,21 @@ pub struct KindFacts {
 }
 
 impl KindFacts {
+    /// The facts most kinds share, for a kind's file to complete with its names (`..KindFacts::ROLLED_OUT`): always
+    /// watched, its pod template rolled out by its own controller, whose status tells the rollout; no kind-only
+    /// annotation applies.
+    pub const ROLLED_OUT: Self = Self {
+        api_version: "",
+        api_resource: "",
+        names: &[],
+        watched: Watched::Always,
+        tracks_rollouts: true,
+        has_pod_template: true,
+        runs_to_completion: false,
+        pause_period: false,
+        cronjob_reload: false,
+    };
+
     /// Served by a CRD that may be absent (Argo Rollouts, OpenShift, configured kinds): an optional API, watched
     /// once discovery finds it, whose objects may not match this binary's types (each is decoded on its own, a bad
     /// one skipped).

@@ -39,10 +39,9 @@ impl WorkloadObject for CronJob {
             names: &["cronjob", "cj"],
             watched: Watched::UnlessCronJobsIgnored,
             tracks_rollouts: false,
-            has_pod_template: true,
             runs_to_completion: true,
-            pause_period: false,
             cronjob_reload: true,
+            ..KindFacts::ROLLED_OUT
         }
     }
 

@@ -143,11 +143,7 @@ impl super::WorkloadObject for Rollout {
             api_resource: "rollouts.argoproj.io",
             names: &["rollout", "ro"],
             watched: Watched::ArgoRollouts,
-            tracks_rollouts: true,
-            has_pod_template: true,
-            runs_to_completion: false,
-            pause_period: false,
-            cronjob_reload: false,
+            ..KindFacts::ROLLED_OUT
         }
     }
 
@@ -176,11 +172,7 @@ impl super::WorkloadObject for DeploymentConfig {
             api_resource: "deploymentconfigs.apps.openshift.io",
             names: &["deploymentconfig", "dc"],
             watched: Watched::OpenShift,
-            tracks_rollouts: true,
-            has_pod_template: true,
-            runs_to_completion: false,
-            pause_period: false,
-            cronjob_reload: false,
+            ..KindFacts::ROLLED_OUT
         }
     }
 

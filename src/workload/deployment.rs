@@ -3,7 +3,7 @@
 use k8s_openapi::api::{apps::v1::Deployment, core::v1::PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::{KindFacts, Watched, WorkloadKind, WorkloadObject};
+use super::{KindFacts, WorkloadKind, WorkloadObject};
 
 impl WorkloadObject for Deployment {
     const KIND: WorkloadKind = WorkloadKind::Deployment;
@@ -15,12 +15,8 @@ impl WorkloadObject for Deployment {
             api_version: "apps/v1",
             api_resource: "deployments.apps",
             names: &["deployment", "deploy"],
-            watched: Watched::Always,
-            tracks_rollouts: true,
-            has_pod_template: true,
-            runs_to_completion: false,
             pause_period: true,
-            cronjob_reload: false,
+            ..KindFacts::ROLLED_OUT
         }
     }
 

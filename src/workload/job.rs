@@ -34,10 +34,8 @@ impl WorkloadObject for Job {
             names: &["job"],
             watched: Watched::UnlessJobsIgnored,
             tracks_rollouts: false,
-            has_pod_template: true,
             runs_to_completion: true,
-            pause_period: false,
-            cronjob_reload: false,
+            ..KindFacts::ROLLED_OUT
         }
     }
 

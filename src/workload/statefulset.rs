@@ -3,7 +3,7 @@
 use k8s_openapi::api::{apps::v1::StatefulSet, core::v1::PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::{KindFacts, Watched, WorkloadKind, WorkloadObject};
+use super::{KindFacts, WorkloadKind, WorkloadObject};
 
 impl WorkloadObject for StatefulSet {
     const KIND: WorkloadKind = WorkloadKind::StatefulSet;
@@ -15,12 +15,7 @@ impl WorkloadObject for StatefulSet {
             api_version: "apps/v1",
             api_resource: "statefulsets.apps",
             names: &["statefulset", "st"],
-            watched: Watched::Always,
-            tracks_rollouts: true,
-            has_pod_template: true,
-            runs_to_completion: false,
-            pause_period: false,
-            cronjob_reload: false,
+            ..KindFacts::ROLLED_OUT
         }
     }
 
