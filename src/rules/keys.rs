@@ -26,12 +26,29 @@ impl fmt::Display for ConfigKey {
     }
 }
 
-/// Kinds of workloads: the identity the rules, the index and the work queue key by, named as its variant (a
-/// configured kind as its registration). What a kind is and how it is treated are its [`KindFacts`], which its
-/// file in `crate::workload` states and the kind table there answers (`WorkloadKind::facts`, implemented in
-/// `workload/kinds.rs`, above this layer: the rules never call it, they are given the facts).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum WorkloadKind {
+/// Declares [`WorkloadKind`] and [`WorkloadKind::ALL`] from one list, so a built-in kind named here is also watched
+/// (a variant left out of `ALL` would be a kind nobody watches, with no compiler error to say so).
+macro_rules! workload_kinds {
+    ($($(#[$doc:meta])* $kind:ident,)*) => {
+        /// Kinds of workloads: the identity the rules, the index and the work queue key by, named as its variant (a
+        /// configured kind as its registration). What a kind is and how it is treated are its [`KindFacts`], which
+        /// its file in `crate::workload` states and the kind table there answers (`WorkloadKind::facts`,
+        /// implemented in `workload/kinds.rs`, above this layer: the rules never call it, they are given the facts).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum WorkloadKind {
+            $($(#[$doc])* $kind,)*
+            /// A kind added by `--workload-kind` (issue 29): its slot in [`crate::rules::configured_kinds::registered`].
+            Configured(u8),
+        }
+
+        impl WorkloadKind {
+            /// Every built-in kind, in the order they are watched.
+            pub const ALL: [Self; [$(stringify!($kind)),*].len()] = [$(Self::$kind),*];
+        }
+    };
+}
+
+workload_kinds! {
     /// apps/v1 Deployment.
     Deployment,
     /// apps/v1 StatefulSet.
@@ -46,22 +63,9 @@ pub enum WorkloadKind {
     Rollout,
     /// apps.openshift.io/v1 DeploymentConfig.
     DeploymentConfig,
-    /// A kind added by `--workload-kind` (issue 29): its slot in [`crate::rules::configured_kinds::registered`].
-    Configured(u8),
 }
 
 impl WorkloadKind {
-    /// Every built-in kind, in the order they are watched.
-    pub const ALL: [Self; 7] = [
-        Self::Deployment,
-        Self::StatefulSet,
-        Self::DaemonSet,
-        Self::CronJob,
-        Self::Job,
-        Self::Rollout,
-        Self::DeploymentConfig,
-    ];
-
     /// Every kind: the built-in ones and those configured.
     pub fn all() -> impl Iterator<Item = Self> {
         let configured = (0..crate::rules::configured_kinds::registered().len()).filter_map(|i| u8::try_from(i).ok());

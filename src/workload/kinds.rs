@@ -6,8 +6,9 @@
 //! any of it asks [`WorkloadKind::facts`] (or [`WorkloadKind::from_kubectl_name`], [`is_built_in`]) or implements
 //! [`KindVisitor`] and calls [`visit`], instead of a `match` of its own; the rules are given the facts.
 //!
-//! Adding a built-in kind is its file, its name in [`WorkloadKind`] (the variant and `WorkloadKind::ALL`: the
-//! identity the rules, the index and the queue key by) and its line in [`visit`] (the compiler asks for it);
+//! Adding a built-in kind is its file, its line in the list that declares [`WorkloadKind`] (in `rules/keys.rs`: the
+//! variant and `WorkloadKind::ALL`, the identity the rules, the index and the queue key by) and its arm in [`visit`]
+//! (the compiler asks for it);
 //! `kinds_tests.rs` shows a kind stated in one test file (`Widget`) served by this machinery. Kinds added by
 //! `--workload-kind` need none of that: each takes a slot of [`Configured`], whose facts come from its
 //! registration. It sits above the kind files (which depend only on the files below them: `patch.rs`,
