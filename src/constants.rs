@@ -103,12 +103,13 @@ pub const PROGRESS_DEADLINE_EXCEEDED: &str = "ProgressDeadlineExceeded";
 /// `spec.updateStrategy.type` of StatefulSets and DaemonSets that replace a pod only once it is deleted.
 pub const ON_DELETE: &str = "OnDelete";
 
-/// Page size of the initial ConfigMap/Secret lists. kube's default (500, client-go's) holds 500 full objects —
+/// Page size of the initial ConfigMap/Secret lists where they are listed in pages (not streamed:
+/// `controller/initial_lists.rs`). kube's default (500, client-go's) holds 500 full objects —
 /// their data included — plus the page's JSON at once per stream; with 4 KiB objects that is several MiB the
 /// allocator keeps after the sync. 100 objects per page bounds that buffer (bench/results/HISTORY.md, M1).
 pub const CONFIG_LIST_PAGE_SIZE: u32 = 100;
 
-/// Page size of the initial workload lists, for the same reason: a Deployment's JSON (its `managedFields`
+/// Page size of the initial workload lists (where paged), for the same reason: a Deployment's JSON (its `managedFields`
 /// included) is several KiB, and a page of 500 was the largest buffer of the startup list (heaptrack, M1).
 pub const WORKLOAD_LIST_PAGE_SIZE: u32 = 100;
 

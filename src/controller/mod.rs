@@ -6,6 +6,7 @@
 //! which applies changes made while the controller was down and restarts nothing else.
 
 mod budget;
+mod initial_lists;
 mod observer;
 mod owed_job_resume;
 mod pod_restarts;
@@ -157,7 +158,11 @@ pub async fn run(
     let mut sources = settings.watch.sources.clone();
     sources.extend(present);
     let key_registry = Arc::new(crate::index::KeyRegistry::default());
-    let stream_context = streams::StreamContext { keys: settings.keys.clone(), key_registry: key_registry.clone() };
+    let stream_context = streams::StreamContext {
+        keys: settings.keys.clone(),
+        key_registry: key_registry.clone(),
+        lists: initial_lists::InitialLists::for_server(&client).await,
+    };
     let (infos, mut observations) = streams::observe(&client, &settings.watch, &sources, &stream_context);
     let queue = WorkQueue::new(Duration::from_millis(100), settings.max_backoff);
     let busy = {

@@ -12,11 +12,12 @@ use k8s_openapi::{
 use kube::{
     Api, Client, Resource, ResourceExt,
     core::{DeserializeGuard, PartialObjectMeta},
-    runtime::{WatchStreamExt, watcher},
+    runtime::watcher,
 };
 use serde::de::DeserializeOwned;
 
 use super::{
+    initial_lists::{InitialLists, watch_collection},
     translate::translate,
     watch::{NamespaceValues, Observed, Source, StreamInfo, WatchPlan},
 };
@@ -36,10 +37,15 @@ use crate::{
 };
 
 /// A namespace selector's matches as observations.
-pub(super) fn namespace_stream(client: &Client, selector: &str, id: usize) -> BoxStream<'static, Observed> {
+pub(super) fn namespace_stream(
+    client: &Client,
+    selector: &str,
+    id: usize,
+    lists: InitialLists,
+) -> BoxStream<'static, Observed> {
     let api: Api<PartialObjectMeta<Namespace>> = Api::all(client.clone());
     translate(
-        watcher(api, watcher::Config::default().labels(selector)).default_backoff(),
+        watch_collection(api, watcher::Config::default().labels(selector), lists),
         id,
         move |ns: PartialObjectMeta<Namespace>, listed| {
             Some(Observed::NamespaceSelected { stream: id, name: ns.name_any(), listed })
@@ -53,10 +59,11 @@ pub(super) fn namespace_annotation_stream(
     client: &Client,
     keys: Arc<AnnotationKeys>,
     id: usize,
+    lists: InitialLists,
 ) -> BoxStream<'static, Observed> {
     let api: Api<PartialObjectMeta<Namespace>> = Api::all(client.clone());
     translate(
-        watcher(api, watcher::Config::default()).default_backoff(),
+        watch_collection(api, watcher::Config::default(), lists),
         id,
         move |ns: PartialObjectMeta<Namespace>, listed| {
             let values = NamespaceValues::read(ns.annotations(), &keys);
@@ -139,8 +146,9 @@ where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
     K::DynamicType: Default,
 {
+    let lists = shared.lists;
     translate(
-        watcher(api, cfg).default_backoff(),
+        watch_collection(api, cfg, lists),
         id,
         move |obj: K, listed| {
             let (key, facts) = facts(&obj, &shared.keys)?;
@@ -168,17 +176,18 @@ pub(super) struct WorkloadStream<'a> {
     pub(super) namespace: &'a Option<String>,
     pub(super) id: usize,
     pub(super) keys: Arc<AnnotationKeys>,
+    pub(super) lists: InitialLists,
 }
 
 impl KindVisitor for WorkloadStream<'_> {
     type Output = BoxStream<'static, Observed>;
 
     fn visit<K: WorkloadObject>(self) -> Self::Output {
-        let Self { client, namespace, id, keys } = self;
+        let Self { client, namespace, id, keys, lists } = self;
         if K::facts().served_by_crd() {
-            guarded_workload_stream::<K>(api(client, namespace), id, keys)
+            guarded_workload_stream::<K>(api(client, namespace), id, keys, lists)
         } else {
-            workload_stream::<K>(api(client, namespace), id, keys)
+            workload_stream::<K>(api(client, namespace), id, keys, lists)
         }
     }
 }
@@ -187,9 +196,10 @@ fn workload_stream<K: WorkloadObject>(
     api: Api<Lean<K>>,
     id: usize,
     keys: Arc<AnnotationKeys>,
+    lists: InitialLists,
 ) -> BoxStream<'static, Observed> {
     translate(
-        watcher(api, workload_list_config()).default_backoff(),
+        watch_collection(api, workload_list_config(), lists),
         id,
         move |obj: Lean<K>, listed| {
             summarise(&obj.0, &keys).map(|(key, s)| Observed::Workload {
@@ -213,9 +223,10 @@ fn workload_stream<K: WorkloadObject>(
 pub(super) fn csi_status_stream(
     api: Api<DeserializeGuard<SecretProviderClassPodStatus>>,
     id: usize,
+    lists: InitialLists,
 ) -> BoxStream<'static, Observed> {
     translate(
-        watcher(api, watcher::Config::default()).default_backoff(),
+        watch_collection(api, watcher::Config::default(), lists),
         id,
         move |obj: DeserializeGuard<SecretProviderClassPodStatus>, listed| {
             let status = obj.0.ok()?;
@@ -237,9 +248,10 @@ pub(super) fn csi_class_stream(
     api: Api<DeserializeGuard<SecretProviderClass>>,
     id: usize,
     keys: Arc<AnnotationKeys>,
+    lists: InitialLists,
 ) -> BoxStream<'static, Observed> {
     translate(
-        watcher(api, watcher::Config::default()).default_backoff(),
+        watch_collection(api, watcher::Config::default(), lists),
         id,
         move |obj: DeserializeGuard<SecretProviderClass>, _| {
             let (ignored, matched) = config_flags(&obj, &keys);
@@ -262,9 +274,10 @@ fn guarded_workload_stream<K: WorkloadObject>(
     api: Api<DeserializeGuard<Lean<K>>>,
     id: usize,
     keys: Arc<AnnotationKeys>,
+    lists: InitialLists,
 ) -> BoxStream<'static, Observed> {
     translate(
-        watcher(api, workload_list_config()).default_backoff(),
+        watch_collection(api, workload_list_config(), lists),
         id,
         move |obj: DeserializeGuard<Lean<K>>, listed| match obj.0 {
             Ok(obj) => summarise(&obj.0, &keys).map(|(key, s)| Observed::Workload {
@@ -304,10 +317,10 @@ pub fn observe(
     let mut streams = Streams::new();
     if let Some(sel) = &plan.namespace_selector {
         infos.push(StreamInfo { source: Source::Namespaces, namespace: None });
-        streams.push(namespace_stream(client, sel, 0));
+        streams.push(namespace_stream(client, sel, 0, shared.lists));
     }
     if plan.namespace_windows || plan.namespace_rules {
-        streams.push(namespace_annotation_stream(client, shared.keys.clone(), infos.len()));
+        streams.push(namespace_annotation_stream(client, shared.keys.clone(), infos.len(), shared.lists));
         infos.push(StreamInfo { source: Source::NamespaceAnnotations, namespace: None });
     }
     add_sources(client, plan, sources, shared, &mut infos, &mut streams);
@@ -322,6 +335,8 @@ pub struct StreamContext {
     pub keys: Arc<AnnotationKeys>,
     /// Key-level reloads' registry (shared with the index).
     pub key_registry: Arc<KeyRegistry>,
+    /// How the streams read their initial lists.
+    pub lists: InitialLists,
 }
 
 /// Adds one stream per namespace in scope for each of `sources`; stream ids continue from `infos.len()`.
@@ -357,8 +372,10 @@ pub fn add_sources(
                     )
                 }
                 // upstream v1 applied the resource label selector to these too, silencing CSI reloads: not here.
-                Source::Config(ConfigKind::SecretProviderClass) => csi_status_stream(api(client, &ns), id),
-                Source::SecretProviderClasses => csi_class_stream(api(client, &ns), id, keys),
+                Source::Config(ConfigKind::SecretProviderClass) => {
+                    csi_status_stream(api(client, &ns), id, shared.lists)
+                }
+                Source::SecretProviderClasses => csi_class_stream(api(client, &ns), id, keys, shared.lists),
                 Source::Config(ConfigKind::ConfigMap) => {
                     let translate = (
                         configmap_facts as FactsFn<ConfigMap>,
@@ -367,7 +384,9 @@ pub fn add_sources(
                     );
                     config_stream(api::<ConfigMap>(client, &ns), configs_cfg.clone(), id, shared.clone(), translate)
                 }
-                Source::Workload(kind) => visit(kind, WorkloadStream { client, namespace: &ns, id, keys }),
+                Source::Workload(kind) => {
+                    visit(kind, WorkloadStream { client, namespace: &ns, id, keys, lists: shared.lists })
+                }
                 Source::Namespaces | Source::NamespaceAnnotations => continue,
             };
             infos.push(StreamInfo { source, namespace: ns.clone() });

@@ -74,8 +74,11 @@ fn context_scoped(
         hash_key: None,
         own_namespace: String::new(),
     };
-    let stream_context =
-        crate::controller::streams::StreamContext { keys: settings.keys.clone(), key_registry: Arc::default() };
+    let stream_context = crate::controller::streams::StreamContext {
+        keys: settings.keys.clone(),
+        key_registry: Arc::default(),
+        lists: crate::controller::initial_lists::InitialLists::Paged,
+    };
     Arc::new(Context {
         client: kube::Client::new(service, "default"),
         budget: crate::controller::budget::RolloutBudget::new(0, Duration::from_secs(1)),
