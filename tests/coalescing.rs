@@ -1,7 +1,8 @@
 //! Coalescing as users change configuration: `helm upgrade` (default flags) and `kubectl apply -f dir/` (a quiet
 //! period of 1 s: kubectl's writes can be further apart than the 200 ms default on a loaded machine) changing
 //! three ConfigMaps of one Deployment roll it out exactly once (Helm: once per burst of writes the test saw
-//! closer than the quiet period), and each ConfigMap's new hash is on the template.
+//! closer than the quiet period), and each ConfigMap's new hash is on the template; a deploy that changes the
+//! Deployment between its ConfigMaps is one write of the controller.
 
 mod common;
 
@@ -54,6 +55,65 @@ async fn kubectl_apply_of_a_directory_is_one_rollout() {
     write_manifests(&dir, &ns.name, "2");
     run(&kubectl, &["apply", "-f", &dir_arg]).unwrap_or_else(|e| panic!("{e}"));
     one_rollout_for_three_changes(&ns).await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A deploy that changes the Deployment between its ConfigMaps (`kubectl apply -f dir/` in file order: `a`, the
+/// Deployment, `b`, `c`, as a GitOps wave might), with a new image and a new reference (`d`, unchanged): the
+/// Deployment's own change, and the echo of the controller's write, must not cut the quiet period short, so the
+/// controller writes once, with all three hashes. Cut short (a workload's own change ran it at once), it wrote
+/// `a`'s hash with the Deployment's change and `b`'s and `c`'s in more rollouts.
+#[tokio::test]
+async fn a_deploy_changing_the_deployment_between_its_configmaps_is_one_write() {
+    let ns = TestNamespace::create("apply-deploy").await;
+    let dir = std::env::temp_dir().join(format!("reloader-deploy-{}", ns.name));
+    let write = |value: &str, uses: &[&str], image: &str| {
+        std::fs::create_dir_all(&dir).expect("dir");
+        for (file, name, value) in
+            [("0-d.yaml", "d", "1"), ("1-a.yaml", "a", value), ("3-b.yaml", "b", value), ("4-c.yaml", "c", value)]
+        {
+            let yaml = format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {}\ndata:\n  k: \"{value}\"\n",
+                ns.name
+            );
+            std::fs::write(dir.join(file), yaml).expect("write manifest");
+        }
+        let env_from: Vec<_> = uses.iter().map(|name| json!({"configMapRef": {"name": name}})).collect();
+        let deployment = json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": ns.name, "annotations": {"reloader.stakater.com/auto": "true"}},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}}, "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "app", "image": image, "envFrom": env_from}]}}}
+        });
+        std::fs::write(dir.join("2-web.yaml"), deployment.to_string()).expect("write manifest");
+    };
+    let kubectl = tool("kubectl");
+    let dir_arg = dir.to_string_lossy().into_owned();
+    write("1", &["a", "b", "c"], "x");
+    run(&kubectl, &["apply", "-f", &dir_arg]).unwrap_or_else(|e| panic!("{e}"));
+    Kind::Deployment.wait_revisions(&ns, "web", 1).await;
+    // A quiet period of 1 s, as in the kubectl test above: kubectl's writes may be further apart than the default
+    // on a loaded machine.
+    let reloader = Reloader::start(&ns.name, &["--coalesce-quiet=1s"]).await;
+    reloader.wait_reconciled(1).await;
+
+    let writes = reloader.counter("reloader_reload_executed_total{success=\"true\"}").await;
+    write("2", &["a", "b", "c", "d"], "y");
+    run(&kubectl, &["apply", "-f", &dir_arg]).unwrap_or_else(|e| panic!("{e}"));
+    let want = configmap_hash(&[("k", "2")]);
+    wait_for("every ConfigMap's new hash on the template", RELOAD_WAIT, || async {
+        for env in ["STAKATER_A_CONFIGMAP", "STAKATER_B_CONFIGMAP", "STAKATER_C_CONFIGMAP"] {
+            if Kind::Deployment.env(&ns, "web", "app", env).await.as_deref() != Some(want.as_str()) {
+                return Err(format!("{env} not yet"));
+            }
+        }
+        Ok(())
+    })
+    .await;
+    let revisions = Kind::Deployment.revisions(&ns, "web").await;
+    Kind::Deployment.stays_at_revisions(&ns, "web", revisions).await;
+    assert_eq!(writes.grown().await, 1.0, "the controller wrote web more than once: {:#?}", reloader.logs());
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -90,6 +90,10 @@ struct State<K> {
 struct Delayed {
     /// First trigger.
     first: Trigger,
+    /// A change of a resource waiting for quiet ([`WorkQueue::add_coalesced`]), not only a timer
+    /// ([`WorkQueue::add_after`]): every other trigger of the key joins it instead of running the key before it is
+    /// due, as that run would write the changes seen so far without those still to come.
+    holds: bool,
     /// When it is due now (moves with each trigger, never past `cap`).
     due: tokio::time::Instant,
     /// The latest it may be due.
@@ -206,6 +210,16 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
         if s.closed {
             return;
         }
+        if !background
+            && let Some(d) = s.delayed.get_mut(&key)
+            && d.holds
+        {
+            // A change of the workload itself (its status moving, a rollout it started) while a resource change
+            // waits for quiet: run both when that is due. Run now, it would write the resource changes seen so far
+            // and the next ones would roll it again (a `helm upgrade` changing a Deployment and its ConfigMaps).
+            d.first = d.first.earliest(at);
+            return;
+        }
         if let Some((t, was_background)) = s.waiting.get_mut(&key) {
             if *was_background && !background {
                 // A change promotes background work (a relist's reconcile): the write is now for the change, so its
@@ -237,35 +251,53 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
         }
     }
 
-    /// Adds `key` after exactly `delay` (a timer, e.g. a pause ending): triggers that arrive meanwhile join it.
+    /// Adds `key` after exactly `delay` (a timer, e.g. a pause ending): delayed adds that arrive meanwhile join it;
+    /// other triggers run the key as usual.
     pub fn add_after(&self, key: K, at: Instant, delay: Duration) {
-        self.add_coalesced(key, at, delay, delay);
+        self.add_delayed(key, at, delay, delay, false);
     }
 
     /// Adds `key` once triggers for it have stopped for `quiet`, at most `cap` after the first (coalescing):
     /// `kubectl apply -f dir/` or a Helm upgrade changing several resources of one workload (writes milliseconds
     /// apart) becomes one run, a single change waits only `quiet`, and a resource that changes constantly
-    /// cannot starve its workloads past `cap`.
+    /// cannot starve its workloads past `cap`. Until then the key's other triggers join it, and one already
+    /// waiting in the first lane is taken out to wait with it.
     pub fn add_coalesced(&self, key: K, at: Instant, quiet: Duration, cap: Duration) {
         if cap.is_zero() {
             return self.add(key, at);
         }
+        self.add_delayed(key, at, quiet, cap, true);
+    }
+
+    fn add_delayed(&self, key: K, at: Instant, quiet: Duration, cap: Duration, holds: bool) {
         let now = tokio::time::Instant::now();
-        let at = Trigger::at(at);
+        let mut at = Trigger::at(at);
         {
             let mut s = self.lock();
-            // A key waiting in the first lane is served soon anyway; one waiting as background work is not: its
-            // delayed add promotes it when the window ends, so a change never queues behind background work.
-            if s.closed || s.waiting.get(&key).is_some_and(|&(_, background)| !background) {
+            if s.closed {
                 return;
+            }
+            // One waiting as background work stays there: its delayed add promotes it when due (and the background
+            // lane skips it meanwhile), so a change never queues behind background work.
+            if let Some(&(waiting, false)) = s.waiting.get(&key) {
+                if !holds {
+                    return; // a timer: the key runs soon anyway
+                }
+                at = at.earliest(waiting);
+                s.waiting.remove(&key);
+                if !s.in_flight.contains(&key) {
+                    s.queue.retain(|k| k != &key);
+                }
             }
             if let Some(d) = s.delayed.get_mut(&key) {
                 d.first = d.first.earliest(at);
                 d.due = deadline_after(now, quiet).min(d.cap);
+                d.holds |= holds;
                 return;
             }
             let cap = deadline_after(now, cap);
-            s.delayed.insert(key.clone(), Delayed { first: at, due: deadline_after(now, quiet).min(cap), cap });
+            let due = deadline_after(now, quiet).min(cap);
+            s.delayed.insert(key.clone(), Delayed { first: at, due, cap, holds });
         }
         let queue = self.clone();
         tokio::spawn(async move {

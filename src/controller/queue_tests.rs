@@ -331,3 +331,58 @@ async fn a_background_key_waits_for_the_window_of_its_coalesced_change() {
     q.done(&"web");
     assert!(q.is_empty());
 }
+
+/// A `helm upgrade` changing a Deployment and its ConfigMaps: the Deployment's own change (queued at once) and the
+/// ConfigMaps' changes (coalesced) are one run when the coalesced change is due, whichever comes first. Run at
+/// once, the Deployment's change would write the first ConfigMap's content and the next ones would roll it again.
+#[tokio::test(start_paused = true)]
+async fn a_workloads_own_change_waits_for_its_coalesced_resource_change() {
+    let window = Duration::from_secs(5);
+    for own_change_first in [false, true] {
+        let q = queue();
+        let t0 = Instant::now();
+        let start = tokio::time::Instant::now();
+        if own_change_first {
+            q.add("web", t0);
+            q.add_coalesced("web", t0 + Duration::from_millis(1), window, window);
+        } else {
+            q.add_coalesced("web", t0, window, window);
+            q.add("web", t0 + Duration::from_millis(1));
+        }
+        assert_eq!(q.next().await.map(|(k, t)| (k, t.at)), Some(("web", t0)), "own change first: {own_change_first}");
+        assert_eq!(
+            start.elapsed(),
+            window,
+            "run when the resource change is due (own change first: {own_change_first})"
+        );
+        q.done(&"web");
+        tokio::time::sleep(window * 2).await;
+        assert!(q.is_empty(), "one run for both (own change first: {own_change_first})");
+    }
+}
+
+/// A workload in flight when a resource change comes: the change waits for quiet after the run, not at once.
+#[tokio::test(start_paused = true)]
+async fn a_coalesced_change_of_a_key_in_flight_waits_for_quiet() {
+    let window = Duration::from_secs(5);
+    let q = queue();
+    q.add("web", Instant::now());
+    let (k, _) = q.next().await.expect("web");
+    q.add("web", Instant::now()); // its own change while in flight: would run again right after
+    q.add_coalesced("web", Instant::now(), window, window);
+    let start = tokio::time::Instant::now();
+    q.done(&k);
+    assert_eq!(q.next().await.map(|(k, _)| k), Some("web"));
+    assert_eq!(start.elapsed(), window);
+}
+
+/// A timer (a pod-restart step's wait, a pause ending) does not hold the key: its own changes run it at once.
+#[tokio::test(start_paused = true)]
+async fn a_timer_does_not_hold_other_triggers() {
+    let q = queue();
+    let start = tokio::time::Instant::now();
+    q.add_after("web", Instant::now(), Duration::from_secs(30));
+    q.add("web", Instant::now());
+    assert_eq!(q.next().await.map(|(k, _)| k), Some("web"));
+    assert_eq!(start.elapsed(), Duration::ZERO);
+}
