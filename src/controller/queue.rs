@@ -251,6 +251,12 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
         }
     }
 
+    /// Whether a resource change is coalescing for `key` ([`WorkQueue::add_coalesced`]): a run of it now (one that
+    /// started before the change came) is left to the run when that change is due.
+    pub fn coalescing(&self, key: &K) -> bool {
+        self.lock().delayed.get(key).is_some_and(|d| d.holds)
+    }
+
     /// Adds `key` after exactly `delay` (a timer, e.g. a pause ending): delayed adds that arrive meanwhile join it;
     /// other triggers run the key as usual.
     pub fn add_after(&self, key: K, at: Instant, delay: Duration) {

@@ -43,6 +43,11 @@ pub(super) async fn reconcile(ctx: &Context, key: &WorkloadKey, triggered: &mut 
         // `--webhook-url`: notify instead of reloading; level-triggered reconciles must not write either.
         return Ok(false);
     }
+    if ctx.queue.coalescing(key) {
+        // A resource change is waiting for quiet (a run taken off the queue before it came): the run when it is
+        // due writes it with the changes still to come; written now, those would roll the workload again.
+        return Ok(false);
+    }
     // A Job with an owed recreation (or gone from the watch) settles the entry first: created, done or dropped
     // by what is under its name now (issue 38, finding 7), before anything is planned for it.
     if ctx.owed_jobs.may_owe(key) && (ctx.owed_jobs.pending(key) || !ctx.index().has_workload(key)) {
