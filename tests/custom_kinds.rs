@@ -152,8 +152,18 @@ async fn deployment_configs_are_picked_up_when_their_api_appears() {
     })
     .await;
     create_configmap(&ns, "cfg", &[("k", "1")], &[]).await;
-    let reloader = Reloader::start_with_env(&ns.name, &[], &[("RELOADER_DISCOVERY_INTERVAL", "1s")]).await;
+    // The debug line of each look for the API is the evidence that it was looked for again.
+    let env =
+        [("RELOADER_DISCOVERY_INTERVAL", "1s"), ("RELOADER_LOG", "info,kube_client=warn,reloader::controller=debug")];
+    let reloader = Reloader::start_with_env(&ns.name, &[], &env).await;
     reloader.wait_log("API not installed; deploymentconfigs").await;
+    wait_for("the API looked for again", RELOAD_WAIT, || async {
+        let looks = reloader.count_log("discovery: ");
+        if looks >= 3 { Ok(()) } else { Err(format!("{looks} looks")) }
+    })
+    .await;
+    // Said once, at start, not at every look (a cluster without OpenShift would log it every interval).
+    assert_eq!(reloader.count_log("API not installed; deploymentconfigs"), 1);
 
     install_crd(&ns.client, DC_CRD).await;
     reloader.wait_log("API found; watching deploymentconfigs").await;

@@ -155,6 +155,16 @@ pub async fn run(
     mut leader: tokio::sync::watch::Receiver<bool>,
 ) -> Result<(), Stopped> {
     let (mut missing, present) = discover(&client, &settings.optional).await;
+    // Said once, at start: the periodic look for them below stays quiet until one appears (a cluster without
+    // OpenShift would otherwise log DeploymentConfigs' absence every `--discovery-interval`).
+    for kind in &missing {
+        info!(
+            api = kind.group_version,
+            resource = kind.plural,
+            "API not installed; {} are not reloaded until it appears",
+            kind.plural
+        );
+    }
     let mut sources = settings.watch.sources.clone();
     sources.extend(present);
     let key_registry = Arc::new(crate::index::KeyRegistry::default());
@@ -296,7 +306,7 @@ pub async fn run(
     result
 }
 
-/// Splits optional kinds into those whose API is not served (logged once) and those to watch now.
+/// Splits optional kinds into those whose API is not served and those to watch now.
 async fn discover(client: &Client, kinds: &[OptionalKind]) -> (Vec<OptionalKind>, Vec<Source>) {
     let (mut missing, mut present) = (Vec::new(), Vec::new());
     for kind in kinds {
@@ -321,14 +331,6 @@ async fn discover(client: &Client, kinds: &[OptionalKind]) -> (Vec<OptionalKind>
         } else {
             missing.push(kind.clone());
         }
-    }
-    for kind in &missing {
-        info!(
-            api = kind.group_version,
-            resource = kind.plural,
-            "API not installed; {} are not reloaded until it appears",
-            kind.plural
-        );
     }
     (missing, present)
 }
