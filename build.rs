@@ -15,16 +15,23 @@
 //! the rest after them, where they stay on disk. S1 RSS 7.8 MiB instead of 11.8 (bench/results/HISTORY.md, *Code
 //! layout*).
 //!
-//! Only for the release profile on x86_64 Linux, whose default linker (rust-lld since Rust 1.90) knows
-//! `--symbol-ordering-file`. A build with another linker sets `RELOADER_SYMBOL_ORDER=off`. A stale list only
-//! loses the gain: unknown names are skipped. Editing code keeps the names; changing the crate's dependencies
-//! or the toolchain renames many (`make release-binary` checks how many still match).
+//! Only for release builds on x86_64 Linux linked by lld: the glibc build (`make release-binary`; rust-lld is
+//! Rust's default linker there since 1.90) and the image's static musl build (`build/layer.sh` links with
+//! `clang -fuse-ld=lld`). Each has its own list, `build/symbol-order-musl.txt` for the musl one: function names
+//! carry a hash of the build (the target, the dependencies' features), so one list cannot name both. A build with
+//! another linker sets `RELOADER_SYMBOL_ORDER=off`. A stale list only loses the gain: unknown names are skipped.
+//! Editing code keeps the names; changing the crate's dependencies or the toolchain renames many (`make
+//! release-binary` and `build/layer.sh` check how many still match).
 
 use std::env;
 use std::path::Path;
 use std::process::Command;
 
-const ORDER_FILE: &str = "build/symbol-order.txt";
+/// The code layout list of each target it is used for (see the module comment).
+const ORDER_FILES: [(&str, &str); 2] = [
+    ("x86_64-unknown-linux-gnu", "build/symbol-order.txt"),
+    ("x86_64-unknown-linux-musl", "build/symbol-order-musl.txt"),
+];
 const OPT_OUT_VAR: &str = "RELOADER_SYMBOL_ORDER";
 
 /// What `buildInfo` says when the commit is not known (upstream's values for a build without ldflags).
@@ -74,16 +81,19 @@ fn from_git() -> Option<(String, String)> {
 
 /// The release binary's code layout (see the module comment).
 fn symbol_order() {
-    println!("cargo::rerun-if-changed={ORDER_FILE}");
     println!("cargo::rerun-if-env-changed={OPT_OUT_VAR}");
+    let target = env::var("TARGET").unwrap_or_default();
+    let Some((_, list)) = ORDER_FILES.iter().find(|(lld_target, _)| *lld_target == target) else {
+        return;
+    };
+    println!("cargo::rerun-if-changed={list}");
     let release = env::var("PROFILE").is_ok_and(|profile| profile == "release");
-    let lld_target = env::var("TARGET").is_ok_and(|target| target == "x86_64-unknown-linux-gnu");
     let opted_out = env::var(OPT_OUT_VAR).is_ok_and(|value| value == "off");
-    if !release || !lld_target || opted_out {
+    if !release || opted_out {
         return;
     }
     let manifest_dir = env::var("CARGO_MANIFEST_DIR").unwrap_or_default();
-    let order_file = Path::new(&manifest_dir).join(ORDER_FILE);
+    let order_file = Path::new(&manifest_dir).join(list);
     if !order_file.is_file() {
         return;
     }

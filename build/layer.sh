@@ -23,7 +23,7 @@ case $ARCH in
   arm64) t=aarch64-unknown-linux-musl;;
   *) die "unsupported platform linux/$ARCH (amd64, arm64)";;
 esac
-for tool in clang ld.lld llvm-ar; do
+for tool in clang ld.lld llvm-ar llvm-strip; do
   command -v "$tool" >/dev/null || die "$tool is not installed (Debian: apt-get install clang lld llvm)"
 done
 [ -s "$CA_BUNDLE" ] || die "no CA bundle at $CA_BUNDLE (Debian: apt-get install ca-certificates, or set CA_BUNDLE)"
@@ -52,17 +52,22 @@ if ! [ -d "$HEADERS/usr/include/${t%%-*}-linux-musl" ]; then
 fi
 
 T=$(echo "$t" | tr 'a-z-' 'A-Z_'); t_=${t//-/_}
-# Symbols are for profiling (`make release-binary` keeps them); the image's binaries go without (a quarter smaller).
 env "CC_$t_=clang" "AR_$t_=llvm-ar" "CFLAGS_$t_=-nostdlibinc -isystem $HEADERS/usr/include/${t%%-*}-linux-musl" \
   "CARGO_TARGET_${T}_LINKER=clang" \
   "CARGO_TARGET_${T}_RUSTFLAGS=-C link-arg=--target=$t -C link-arg=-fuse-ld=lld -C target-feature=+crt-static" \
-  CARGO_PROFILE_RELEASE_STRIP=symbols \
   cargo auditable build --release --locked --bin reloader --target "$t" --manifest-path "$ROOT/Cargo.toml" >&2
+# Where cargo put it: CARGO_TARGET_DIR when set (a dry run's clone builds into the work tree's target/ so).
+BUILT=$(realpath "${CARGO_TARGET_DIR:-$ROOT/target}/$t/release/reloader")
+# The amd64 build places the functions the controller runs first (build.rs, build/symbol-order-musl.txt); a list
+# the build renamed only costs memory: a warning.
+if [ "$ARCH" = amd64 ]; then NM=llvm-nm "$ROOT/build/check-symbol-order.sh" "$BUILT" build/symbol-order-musl.txt >&2; fi
 
 rm -rf "$DIR" && mkdir -p "$DIR/etc/ssl/certs" "$DIR/tmp"
 chmod 0755 "$DIR" "$DIR/etc" "$DIR/etc/ssl" "$DIR/etc/ssl/certs" && chmod 1777 "$DIR/tmp"
-# Where cargo put it: CARGO_TARGET_DIR when set (a dry run's clone builds into the work tree's target/ so).
-install -m 0755 "${CARGO_TARGET_DIR:-$ROOT/target}/$t/release/reloader" "$DIR/reloader"
+# The image's binary goes without symbols (a quarter smaller). Stripped here, not by cargo: a profile that strips
+# is another build, whose functions have other names than the unstripped one build/symbol-order.sh profiles. The
+# crate list cargo-auditable embeds (.dep-v0) stays.
+llvm-strip --strip-all --keep-section=.dep-v0 -o "$DIR/reloader" "$BUILT" && chmod 0755 "$DIR/reloader"
 install -m 0644 "$CA_BUNDLE" "$DIR/etc/ssl/certs/ca-certificates.crt"
 printf 'nobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n' > "$DIR/etc/passwd"
 printf 'nogroup:x:65534:\n' > "$DIR/etc/group"
