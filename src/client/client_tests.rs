@@ -134,3 +134,45 @@ fn the_api_servers_clock_is_learned_from_the_date_header() {
     super::server_clock::observe(&same, local);
     assert!(super::server_clock::now().duration_since(jiff::Timestamp::now()).as_secs().abs() <= 1);
 }
+
+fn uri_of(uri: &str) -> String {
+    super::consistent_initial_events(Request::get(uri).body(()).expect("request")).uri().to_string()
+}
+
+#[test]
+fn a_streamed_list_at_any_version_becomes_a_consistent_one_and_nothing_else_changes() {
+    let streamed = "/api/v1/configmaps?&watch=true&timeoutSeconds=290&allowWatchBookmarks=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&resourceVersion=0";
+    assert_eq!(
+        uri_of(streamed),
+        "/api/v1/configmaps?&watch=true&timeoutSeconds=290&allowWatchBookmarks=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
+    );
+    // A resumed watch, a watch from a bookmark, a list: as they are.
+    for unchanged in [
+        "/api/v1/configmaps?&watch=true&allowWatchBookmarks=true&resourceVersion=0",
+        "/api/v1/configmaps?&watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&resourceVersion=1234",
+        "/api/v1/configmaps?limit=100&resourceVersion=0",
+        "/api/v1/namespaces/ns/configmaps/cfg",
+    ] {
+        assert_eq!(uri_of(unchanged), unchanged);
+    }
+}
+
+/// The watcher's own streamed-list request, through the client's layers: what reaches the API server has no
+/// `resourceVersion=0` (a check that kube still words the request as `consistent_initial_events` expects).
+#[tokio::test]
+async fn the_watchers_streamed_list_reaches_the_api_server_without_a_resource_version() {
+    use futures::StreamExt;
+    let (client, mut handle, _) = client_over_mock();
+    let server = tokio::spawn(async move {
+        let (request, respond) = handle.next_request().await.expect("a request");
+        respond.send_response(answer(StatusCode::FORBIDDEN, None));
+        request.uri().to_string()
+    });
+    let api = kube::Api::<k8s_openapi::api::core::v1::ConfigMap>::all(client);
+    let config = kube::runtime::watcher::Config::default().streaming_lists();
+    let mut stream = kube::runtime::watcher(api, config).boxed();
+    let _ = stream.next().await;
+    let uri = server.await.expect("server");
+    assert!(uri.contains("sendInitialEvents=true") && uri.contains("resourceVersionMatch=NotOlderThan"), "{uri}");
+    assert!(!uri.contains("resourceVersion=0") && !uri.contains("resourceVersion=&"), "{uri}");
+}

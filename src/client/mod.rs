@@ -1,6 +1,7 @@
 //! The Kubernetes client, with every request counted in `rest_client_requests_total{code,method,host}` and
 //! timed in `rest_client_request_duration_seconds{verb,host}` (the metrics upstream v1 hooks into client-go; its
-//! load test and dashboards read them), and throttled or unavailable answers retried briefly ([`retry`]).
+//! load test and dashboards read them), throttled or unavailable answers retried briefly ([`retry`]), and streamed
+//! lists asked for consistently ([`consistent_initial_events`]).
 
 pub mod retry;
 
@@ -10,7 +11,7 @@ use futures::{FutureExt, future::BoxFuture};
 use http::{Request, Response};
 use kube::client::{Body, ClientBuilder};
 use prometheus::{HistogramVec, IntCounterVec};
-use tower::{BoxError, Layer, Service, buffer::BufferLayer, retry::RetryLayer};
+use tower::{BoxError, Layer, Service, buffer::BufferLayer, retry::RetryLayer, util::MapRequestLayer};
 
 /// Requests waiting for the client's stack to take them.
 const PENDING_REQUESTS: usize = 1024;
@@ -38,10 +39,40 @@ where
     // A retry sends the request again through the stack below it, so that stack must be shareable: the buffer
     // makes it so (one task hands requests to kube's stack, whose connection pool is always ready).
     stack
+        .with_layer(&MapRequestLayer::new(consistent_initial_events::<Body>))
         .with_layer(count)
         .with_layer(&BufferLayer::new(PENDING_REQUESTS))
         .with_layer(&RetryLayer::new(retry::BriefRetry::default()))
         .build()
+}
+
+/// Makes a streamed list a consistent read. kube's watcher asks for one (`sendInitialEvents=true`) at
+/// `resourceVersion=0`, which lets the API server answer from its watch cache as it is, however far behind etcd:
+/// a Deployment created just before the controller started could be missing from the initial state (seen under load
+/// in `tests/isolation.rs`: "workloads=0" with the Deployment created before the start), come later as a new
+/// workload, and take the content it meets then as its baseline: a change made in between would not be reloaded.
+/// Without a resource version the server sends the initial state as of the request at least (Kubernetes API
+/// concepts, "Streaming lists"; KEP-3157), as a list without one is. Every other request is left as it is.
+pub fn consistent_initial_events<B>(mut request: Request<B>) -> Request<B> {
+    const STREAMED: &str = "sendInitialEvents=true";
+    const ANY_VERSION: &str = "resourceVersion=0";
+    let Some(query) = request.uri().query() else {
+        return request;
+    };
+    let pairs: Vec<&str> = query.split('&').collect();
+    if !pairs.contains(&STREAMED) || !pairs.contains(&ANY_VERSION) {
+        return request;
+    }
+    let kept: Vec<&str> = pairs.into_iter().filter(|pair| *pair != ANY_VERSION).collect();
+    let mut parts = request.uri().clone().into_parts();
+    let rewritten = format!("{}?{}", request.uri().path(), kept.join("&"));
+    if let Ok(path_and_query) = rewritten.parse() {
+        parts.path_and_query = Some(path_and_query);
+        if let Ok(uri) = http::Uri::from_parts(parts) {
+            *request.uri_mut() = uri;
+        }
+    }
+    request
 }
 
 /// Sends a write whose response nothing reads, asking for the object's metadata only
