@@ -1,11 +1,12 @@
 #!/bin/sh
-# Checks that a code layout list still names the release binary's functions (build.rs places them first; an
-# idle controller's memory depends on it, BENCHMARKS.md): build/symbol-order.txt for the glibc build, by default,
-# or the list given after the binary (build/symbol-order-musl.txt for the image's, build/layer.sh). Editing code keeps the names. A new Rust toolchain, or
-# any change to the crate's dependencies (one added, a version updated), renames many: generic code compiled into
-# this crate is named with a hash of its build, which cargo derives from its dependencies. Then the list only
-# loses its gain (idle memory), nothing breaks: by default this warns; with --strict (the benchmark and release
-# targets, whose figures depend on it) it fails until `build/symbol-order.sh` regenerates the list.
+# Checks that a code layout list still names a release binary's functions (build.rs places them first; an idle
+# controller's memory depends on it, BENCHMARKS.md): build/symbol-order.txt for the glibc build, by default, or the
+# list given after the binary (build/symbol-order-musl.txt for the image's, build/layer.sh). Editing code keeps the
+# names. A new Rust toolchain, or any change to the crate's dependencies (one added, a version updated), renames
+# many: generic code compiled into this crate is named with a hash of its build, which cargo derives from its
+# dependencies. Then the list only loses its gain (idle memory), nothing breaks: by default this warns; with
+# --strict (the benchmark and release targets, whose figures depend on it) it fails until `build/symbol-order.sh`
+# regenerates the list.
 set -eu
 cd "$(dirname "$0")/.."
 strict=false
