@@ -122,3 +122,10 @@ pub mod meta_info {
     /// `buildInfo.edition`.
     pub const EDITION: &str = "oss";
 }
+
+/// The query pair by which a watch asks for a streamed list (the initial state first, then changes).
+pub const STREAMED_LIST_QUERY: &str = "sendInitialEvents=true";
+
+/// The query pair kube's watcher sends with a streamed list: "any resource version", which the API server may serve
+/// from a watch cache behind etcd (`client::consistent_initial_events` drops it).
+pub const ANY_RESOURCE_VERSION_QUERY: &str = "resourceVersion=0";

@@ -54,8 +54,7 @@ where
 /// Without a resource version the server sends the initial state as of the request at least (Kubernetes API
 /// concepts, "Streaming lists"; KEP-3157), as a list without one is. Every other request is left as it is.
 pub fn consistent_initial_events<B>(mut request: Request<B>) -> Request<B> {
-    const STREAMED: &str = "sendInitialEvents=true";
-    const ANY_VERSION: &str = "resourceVersion=0";
+    use crate::constants::{ANY_RESOURCE_VERSION_QUERY as ANY_VERSION, STREAMED_LIST_QUERY as STREAMED};
     let Some(query) = request.uri().query() else {
         return request;
     };
